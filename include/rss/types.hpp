@@ -1,0 +1,45 @@
+#pragma once
+// Vocabulary shared by host and device code: storage types and strategy names.
+#include <cstdint>
+
+namespace rss {
+
+/// Storage type of x and y. Arithmetic is always fp32 or wider.
+enum class DType : int { fp32, bf16, fp16 };
+
+constexpr const char* dtype_name(DType t) noexcept {
+  switch (t) {
+    case DType::fp32: return "fp32";
+    case DType::bf16: return "bf16";
+    case DType::fp16: return "fp16";
+  }
+  return "unknown";
+}
+
+constexpr int dtype_bytes(DType t) noexcept { return t == DType::fp32 ? 4 : 2; }
+
+/// Launch strategies. Names match the benchmark records and the report.
+enum class Strategy : int {
+  baseline,                 // nine kernels, full-size intermediates in global memory
+  baseline_graph,           // the same nine kernels as one CUDA Graph, instantiated once, replayed
+  local_fusion,             // three kernels; the last recomputes exp from x
+  megakernel_grid,          // one cooperative launch per batch, grid-wide barrier, exps retained
+  megakernel_row,           // one cooperative launch per batch, row-scoped barrier, exps retained
+  control_no_retention,     // megakernel_grid whose last phase recomputes exp from x
+  control_ordinary_launch,  // the megakernel's phases as ordinary launches
+};
+
+constexpr const char* strategy_name(Strategy s) noexcept {
+  switch (s) {
+    case Strategy::baseline: return "baseline";
+    case Strategy::baseline_graph: return "baseline_graph";
+    case Strategy::local_fusion: return "local_fusion";
+    case Strategy::megakernel_grid: return "megakernel_grid";
+    case Strategy::megakernel_row: return "megakernel_row";
+    case Strategy::control_no_retention: return "control_no_retention";
+    case Strategy::control_ordinary_launch: return "control_ordinary_launch";
+  }
+  return "unknown";
+}
+
+}  // namespace rss
