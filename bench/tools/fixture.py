@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The benchmark input fixture, identical bit for bit to the C++ generator.
+
+Element k (row-major index, uint64) of the fixture with seed s:
+    z = s + k + 0x9E3779B97F4A7C15                     (mod 2^64)
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9           (mod 2^64)
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB           (mod 2^64)
+    z =  z ^ (z >> 31)                                 (the splitmix64 finalizer of s + k)
+    u = (z >> 40) / 2^24                               (24 bits, in [0, 1))
+    x = float32(8 u - 4)                               (in [-4, 4))
+8u - 4 = ((z >> 40) - 2^23) / 2^21 has at most 24 significant bits, so every step is exact in float32 and
+float64 alike: there is no rounding for the two implementations to disagree on.
+Fixture hash = sha256 of the little-endian float32 bytes of elements 0 .. 2^20 - 1 (independent of shape).
+
+CLI:
+    python3 bench/tools/fixture.py --seed 42 --hash
+    python3 bench/tools/fixture.py --seed 42 --print 0 8     (elements 0..7: index, value, float32 bits)
+"""
+import argparse
+import hashlib
+import sys
+
+import numpy as np
+
+GENERATOR = "splitmix64(seed+k)>>40, 8u-4, float32"
+HASH_ELEMENTS = 1 << 20
+_CHUNK = 1 << 24  # elements per vectorised step: bounds the uint64 temporaries to a few hundred MB
+
+
+def splitmix64(z):
+    """The splitmix64 finalizer applied to z + golden, element-wise on a uint64 array (wraps mod 2^64)."""
+    z = np.asarray(z, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def generate(seed, count, start=0):
+    """Elements start .. start+count-1 of the fixture as a float32 array."""
+    out = np.empty(count, dtype=np.float32)
+    s = np.uint64(seed % (1 << 64))
+    for lo in range(0, count, _CHUNK):
+        n = min(_CHUNK, count - lo)
+        with np.errstate(over="ignore"):
+            k = np.arange(start + lo, start + lo + n, dtype=np.uint64) + s
+        u = (splitmix64(k) >> np.uint64(40)).astype(np.float64) / float(1 << 24)
+        out[lo:lo + n] = (8.0 * u - 4.0).astype(np.float32)
+    return out
+
+
+def matrix(seed, rows, cols):
+    """The rows x cols fixture (row-major index k = i * cols + j)."""
+    return generate(seed, rows * cols).reshape(rows, cols)
+
+
+def fixture_hash(seed):
+    return hashlib.sha256(generate(seed, HASH_ELEMENTS).astype("<f4").tobytes()).hexdigest()
+
+
+def describe(seed):
+    """The 'fixture' object of a raw record file's context."""
+    return {"seed": int(seed), "generator": GENERATOR, "hash": fixture_hash(seed)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="rss input fixture")
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--hash", action="store_true", help="print the fixture hash")
+    ap.add_argument("--print", nargs=2, type=int, metavar=("BEGIN", "END"),
+                    help="print elements BEGIN .. END-1")
+    args = ap.parse_args(argv)
+    if not args.hash and not args.print:
+        ap.error("give --hash and/or --print BEGIN END")
+    if args.hash:
+        print(fixture_hash(args.seed))
+    if args.print:
+        begin, end = args.print
+        for k, v in enumerate(generate(args.seed, max(0, end - begin), begin), start=begin):
+            print(f"{k} {float(v):.9g} 0x{int(np.float32(v).view(np.uint32)):08x}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,652 @@
+#!/usr/bin/env python3
+"""Aggregates, tables, figures and their verification, from raw benchmark records only (SPEC section 4).
+
+    python3 bench/tools/report.py build  --records bench/results/raw --out bench/results
+    python3 bench/tools/report.py verify --records bench/results/raw --out bench/results --tree .
+
+build writes summary.json, results.md, provenance.json, bars.png and controls.png into --out.
+verify recomputes all of it from the raw records, compares it with the committed files (floats with relative
+tolerance 1e-9, results.md as text), checks every raw file's sha256 against provenance.json and every
+session's source hash against the tree, then prints PASS or each mismatch and exits 1.
+
+Aggregation:
+  round value       = median of the host_us samples of one (session, shape, dtype, variant, round)
+  session median    = median over rounds of the round values; p10, p90 likewise (numpy, linear)
+  host_us           = mean of the session medians; whiskers span the session medians (not a CI)
+  device_us         = the same on device_us samples (null when a variant has none)
+  retention delta   = per session and round, control round value - megakernel_grid round value (paired by
+                      round), median per session, mean across sessions
+  ratio_to_copy_floor   = host_us / host_us of copy_floor (same shape and dtype)
+  ratio_to_fastest_peer = host_us / min host_us over torch_* variants (same shape and dtype)
+Figures are drawn from the numbers stored in provenance.json, so verifying provenance verifies the plots.
+"""
+import argparse
+import difflib
+import json
+import math
+import os
+import sys
+from collections import Counter, defaultdict
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import records  # noqa: E402  (sibling module; the tools are run as scripts)
+
+KNOWN_VARIANTS = ["baseline", "baseline_graph", "local_fusion", "megakernel_grid", "megakernel_row",
+                  "control_no_retention", "control_ordinary_launch", "copy_floor", "torch_eager",
+                  "torch_eager_graph", "torch_compile", "torch_compile_graph"]
+FLOOR, REFERENCE, LOCAL_FUSION, COMPILE_GRAPH = "copy_floor", "megakernel_grid", "local_fusion", "torch_compile_graph"
+TARGET_RATIO = 1.15  # SPEC section 6: best strategy within 1.15x of the copy floor
+REL_TOL = 1e-9
+NOTICE = "Each panel has its own axis: do not compare bar lengths across shapes"
+WHISKER_NOTE = "Bars: mean of the session medians. Whiskers: span of the session medians (not confidence intervals)."
+AXIS_FILL = 0.8  # the largest plotted value fills 80% of its panel's axis (the article asks for at least 75%)
+OUTPUTS = ("summary.json", "results.md", "provenance.json", "bars.png", "controls.png")
+
+
+def is_peer(v):
+    return v.startswith("torch_")
+
+
+def is_control(v):
+    return v.startswith("control_")
+
+
+def is_megakernel(v):
+    return v.startswith("megakernel")
+
+
+def is_strategy(v):
+    """An rss launch strategy (unknown names count as strategies): not a peer, control or floor."""
+    return not (is_peer(v) or is_control(v) or v == FLOOR)
+
+
+def variant_order(v):
+    return (KNOWN_VARIANTS.index(v), v) if v in KNOWN_VARIANTS else (len(KNOWN_VARIANTS), v)
+
+
+def shape_order(shape):
+    rows, cols, dtype = shape
+    return (records.DTYPES.index(dtype), rows * cols, rows)
+
+
+def shape_name(shape):
+    return f"{shape[0]} x {shape[1]} {shape[2]}"
+
+
+def _f(x):
+    return None if x is None else float(x)
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+# ------------------------------------------------------------------------------------------ collection
+def collect(files):
+    """Merge validated raw files: session descriptions, per-round records, and which file fed which key."""
+    sessions, rounds, sources = {}, defaultdict(dict), defaultdict(set)
+    for name, _sha, doc in files:
+        s, ctx = doc["session"], doc["context"]
+        info = sessions.setdefault(s, {
+            "session": s, "gpu": ctx["gpu"], "uuid": ctx["uuid"], "source_hash": ctx["source_hash"],
+            "driver": ctx["driver"], "toolkit": ctx["toolkit"], "sm_count": ctx["sm_count"],
+            "fixture_hash": ctx["fixture"]["hash"], "fixture_seed": ctx["fixture"]["seed"], "producers": []})
+        # The producers of one session must have run on one GPU, one tree and one input.
+        for key, a, b in (("uuid", records.normalize_uuid(info["uuid"]), records.normalize_uuid(ctx["uuid"])),
+                          ("source_hash", info["source_hash"], ctx["source_hash"]),
+                          ("fixture.hash", info["fixture_hash"], ctx["fixture"]["hash"])):
+            if a != b:
+                raise records.RecordError(f"{name}: session {s} {key} {b!r} differs from its other files ({a!r})")
+        cfg = ctx["config"]
+        info["producers"].append({"producer": doc["producer"], "file": name, "shape_order": cfg["shape_order"],
+                                  "rounds": cfg["rounds"], "iterations": cfg["iterations"], "seed": cfg["seed"]})
+        for rec in doc["records"]:
+            key = (s, (rec["rows"], rec["cols"], rec["dtype"]), rec["variant"])
+            if rec["round"] in rounds[key]:
+                raise records.RecordError(f"{name}: session {s} {shape_name(key[1])} {key[2]} round "
+                                          f"{rec['round']} also appears in another file")
+            rounds[key][rec["round"]] = rec
+            sources[key[1:]].add(name)
+    return [sessions[s] for s in sorted(sessions)], rounds, sources
+
+
+def protocol_checks(files, sessions):
+    """Facts about the session design (SPEC section 4), stated in the report rather than enforced."""
+    if len(sessions) < 2:
+        return {"sessions": len(sessions), "distinct_uuids": None, "same_source_hash": None,
+                "same_fixture": None, "same_config": None, "shape_order_reversed": None}
+    by_producer = defaultdict(list)
+    for _n, _sha, doc in files:
+        by_producer[doc["producer"]].append(doc["context"]["config"])
+    strip = lambda c: {k: v for k, v in c.items() if k != "shape_order"}  # noqa: E731
+    return {
+        "sessions": len(sessions),
+        "distinct_uuids": len({records.normalize_uuid(s["uuid"]) for s in sessions}) == len(sessions),
+        "same_source_hash": len({s["source_hash"] for s in sessions}) == 1,
+        "same_fixture": len({s["fixture_hash"] for s in sessions}) == 1,
+        "same_config": all(all(strip(c) == strip(cs[0]) for c in cs) for cs in by_producer.values()),
+        "shape_order_reversed": all(len({c["shape_order"] for c in cs}) == 2 for cs in by_producer.values()),
+    }
+
+
+# ----------------------------------------------------------------------------------------- aggregation
+def round_values(recs, field):
+    """{round: median of that round's samples} for rounds that have samples."""
+    return {r: float(np.median(rec[field])) for r, rec in recs.items() if rec[field]}
+
+
+def session_stats(values):
+    """Median, p10, p90 over rounds of a {round: value} map (None when empty)."""
+    if not values:
+        return None
+    v = np.array([values[r] for r in sorted(values)], dtype=np.float64)
+    return {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)),
+            "p90": float(np.percentile(v, 90)), "rounds": len(v)}
+
+
+def metadata(all_recs, warnings, label):
+    """Per-variant facts that should not change between rounds; a disagreement is reported, not hidden."""
+    out = {}
+    for key in ("kernels", "launches", "cooperative", "active_blocks_per_sm", "logical_bytes", "evicted_tiles"):
+        counts = Counter(rec[key] for rec in all_recs)
+        if len(counts) > 1:
+            warnings.append(f"{label}: '{key}' differs between records {dict(counts)}; the most common is shown")
+        out[key] = counts.most_common(1)[0][0]
+    errs = [rec["max_rel_err"] for rec in all_recs if rec["max_rel_err"] is not None]
+    out["max_rel_err"] = float(max(errs)) if errs else None
+    return out
+
+
+def aggregate(sessions, rounds):
+    """The summary's results list, retention deltas and best-per-shape rows."""
+    sids = [s["session"] for s in sessions]
+    keys = sorted({k[1:] for k in rounds}, key=lambda k: (shape_order(k[0]), variant_order(k[1])))
+    warnings, results = [], []
+    host_rv = {}  # (session, shape, variant) -> {round: value}, for the paired deltas
+    for shape, variant in keys:
+        stats, dev = [], []
+        for s in sids:
+            recs = rounds.get((s, shape, variant), {})
+            host_rv[(s, shape, variant)] = round_values(recs, "host_us")
+            stats.append(session_stats(host_rv[(s, shape, variant)]))
+            dev.append(session_stats(round_values(recs, "device_us")))
+        label = f"{shape_name(shape)} {variant}"
+        missing = [s for s, st in zip(sids, stats) if st is None]
+        if missing:
+            warnings.append(f"{label}: no records in session(s) {missing}")
+        all_recs = [rec for s in sids for rec in rounds.get((s, shape, variant), {}).values()]
+        results.append({
+            "rows": shape[0], "cols": shape[1], "dtype": shape[2], "variant": variant,
+            "host_us": _mean([st and st["median"] for st in stats]),
+            "host_us_sessions": [st and st["median"] for st in stats],
+            "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
+            "rounds_sessions": [st["rounds"] if st else 0 for st in stats],
+            "device_us": _mean([d and d["median"] for d in dev]),
+            "device_us_sessions": [d and d["median"] for d in dev],
+            **metadata(all_recs, warnings, label)})
+    by_key = {((r["rows"], r["cols"], r["dtype"]), r["variant"]): r for r in results}
+    shapes = sorted({k[0] for k in by_key}, key=shape_order)
+    for r in results:
+        shape = (r["rows"], r["cols"], r["dtype"])
+        floor = by_key.get((shape, FLOOR))
+        peers = [p for (sh, v), p in by_key.items() if sh == shape and is_peer(v)]
+        fastest = min(peers, key=lambda p: p["host_us"]) if peers else None
+        r["ratio_to_copy_floor"] = _ratio(r["host_us"], floor and floor["host_us"])
+        r["ratio_to_fastest_peer"] = _ratio(r["host_us"], fastest and fastest["host_us"])
+        r["fastest_peer"] = fastest and fastest["variant"]
+
+    deltas = []
+    for shape in shapes:
+        ref = by_key.get((shape, REFERENCE))
+        controls = sorted((v for sh, v in by_key if sh == shape and is_control(v)), key=variant_order)
+        for control in controls if ref else []:
+            per_session, pairs = [], []
+            for s in sids:
+                c, m = host_rv[(s, shape, control)], host_rv[(s, shape, REFERENCE)]
+                paired = [c[r] - m[r] for r in sorted(set(c) & set(m))]
+                per_session.append(float(np.median(paired)) if paired else None)
+                pairs.append(len(paired))
+            delta = _mean(per_session)
+            deltas.append({"rows": shape[0], "cols": shape[1], "dtype": shape[2], "control": control,
+                           "reference": REFERENCE, "delta_us": delta, "delta_us_sessions": per_session,
+                           "pairs_sessions": pairs, "reference_host_us": ref["host_us"],
+                           "relative_to_reference": _ratio(delta, ref["host_us"])})
+
+    best = []
+    for shape in shapes:
+        strategies = [r for (sh, v), r in by_key.items() if sh == shape and is_strategy(v) and r["host_us"]]
+        if not strategies:
+            continue
+        b = min(strategies, key=lambda r: r["host_us"])
+        mks = [r for r in strategies if is_megakernel(r["variant"])]
+        mk = min(mks, key=lambda r: r["host_us"]) if mks else None
+        floor, cg, lf = (by_key.get((shape, v)) for v in (FLOOR, COMPILE_GRAPH, LOCAL_FUSION))
+        cg_us = cg and cg["host_us"]
+        best.append({
+            "rows": shape[0], "cols": shape[1], "dtype": shape[2], "best_rss_variant": b["variant"],
+            "host_us": b["host_us"], "copy_floor_us": floor and floor["host_us"],
+            "ratio_to_copy_floor": b["ratio_to_copy_floor"],
+            "within_target_of_copy_floor": (None if b["ratio_to_copy_floor"] is None
+                                            else b["ratio_to_copy_floor"] <= TARGET_RATIO),
+            "torch_compile_graph_us": cg_us,
+            "beats_torch_compile_graph": None if cg_us is None else b["host_us"] < cg_us,
+            "local_fusion_us": lf and lf["host_us"],
+            "best_megakernel_variant": mk and mk["variant"], "best_megakernel_us": mk and mk["host_us"],
+            "megakernel_speedup_over_local_fusion": _ratio(lf and lf["host_us"], mk and mk["host_us"])})
+    return results, deltas, best, warnings
+
+
+# ------------------------------------------------------------------------------------ figures' numbers
+def annotation(lf, mk):
+    """Latency-reduction annotation local_fusion -> best megakernel (speedup = local fusion / megakernel)."""
+    change = mk["host_us"] / lf["host_us"] - 1.0
+    speedup = lf["host_us"] / mk["host_us"]
+    return {"from": lf["variant"], "to": mk["variant"], "from_us": lf["host_us"], "to_us": mk["host_us"],
+            "speedup": speedup, "latency_change": change,
+            "text": f"{lf['variant']} -> {mk['variant']}: {change * 100:+.1f}% latency ({speedup:.2f}x)"
+                    + ("" if change < 0 else ", megakernel not faster")}
+
+
+def bar_panels(results):
+    panels, by_shape = [], defaultdict(list)
+    for r in results:
+        if not is_control(r["variant"]) and r["host_us"] is not None:
+            by_shape[(r["rows"], r["cols"], r["dtype"])].append(r)
+    for shape in sorted(by_shape, key=shape_order):
+        rs = by_shape[shape]
+        bars = []
+        for r in rs:
+            meds = [m for m in r["host_us_sessions"] if m is not None]
+            bars.append({"variant": r["variant"], "value": r["host_us"], "whisker": [min(meds), max(meds)],
+                         "label": f"{r['host_us']:.1f}"})
+        largest = max(max(b["value"], b["whisker"][1]) for b in bars)
+        axis_max = largest / AXIS_FILL
+        lf = next((r for r in rs if r["variant"] == LOCAL_FUSION), None)
+        mks = [r for r in rs if is_megakernel(r["variant"])]
+        ann = annotation(lf, min(mks, key=lambda r: r["host_us"])) if lf and mks else None
+        panels.append({"rows": shape[0], "cols": shape[1], "dtype": shape[2], "title": shape_name(shape),
+                       "axis": [0.0, axis_max], "fill": largest / axis_max,
+                       "range_label": f"axis 0 to {axis_max:.1f} us", "bars": bars, "annotation": ann})
+    return panels
+
+
+def control_panels(deltas):
+    panels, by_shape = [], defaultdict(list)
+    for d in deltas:
+        if d["delta_us"] is not None:
+            by_shape[(d["rows"], d["cols"], d["dtype"])].append(d)
+    for shape in sorted(by_shape, key=shape_order):
+        points = []
+        for d in by_shape[shape]:
+            meds = [m for m in d["delta_us_sessions"] if m is not None]
+            pct = d["relative_to_reference"] * 100
+            points.append({"control": d["control"], "value": d["delta_us"], "range": [min(meds), max(meds)],
+                           "percent_of_reference": pct, "label": f"{d['delta_us']:+.1f} us ({pct:+.1f}%)"})
+        lo = min([0.0] + [p["range"][0] for p in points])
+        hi = max([0.0] + [p["range"][1] for p in points])
+        span = (hi - lo) or 1.0
+        panels.append({"rows": shape[0], "cols": shape[1], "dtype": shape[2], "title": shape_name(shape),
+                       "reference": REFERENCE, "reference_host_us": by_shape[shape][0]["reference_host_us"],
+                       "axis": [lo - 0.1 * span, hi + 0.6 * span],  # room on the right for the value labels
+                       "points": points})
+    return panels
+
+
+# --------------------------------------------------------------------------------------------- tables
+def fmt(v, digits=2, suffix=""):
+    return "n/a" if v is None else f"{v:.{digits}f}{suffix}"
+
+
+def fmt_count(v):
+    return "?" if v is None or v < 0 else str(v)  # -1 marks "unknown" in the records
+
+
+def yes_no(v):
+    return "n/a" if v is None else ("yes" if v else "no")
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def render_markdown(summary):
+    sessions, results, deltas, best = (summary[k] for k in ("sessions", "results", "retention_deltas",
+                                                            "best_per_shape"))
+    n = len(sessions)
+    out = ["# rms_scaled_softmax benchmark results", "",
+           "Generated by `bench/tools/report.py build` from the raw records alone; `report.py verify` re-renders "
+           "this file and compares it, so do not edit it by hand.", "",
+           "Main metric: host completion time (launch call to completion seen on the host), warm runs, "
+           "microseconds. A value is the mean of the session medians over rounds; the session columns give each "
+           "session's median and p10-p90 across rounds (variability, not confidence intervals). Device = batched "
+           "CUDA event interval per launch: it can include host supply gaps and is not pure device compute time. "
+           "Kernel counts of -1 (shown as ?) mean unknown (torch peers). Logical bytes are not physical HBM "
+           "bytes; blocks/SM is an occupancy-query capacity, not an observation.", ""]
+    if n < 2:
+        out += [f"**Only {n} session recorded.** The protocol calls for two sessions (distinct GPUs, reversed "
+                "shape order); values below are that single session's medians and whiskers collapse.", ""]
+    out += ["## Sessions", ""]
+    out += table(["session", "GPU", "UUID", "driver", "toolkit", "SMs", "producers (shape order, rounds x iterations)",
+                  "source hash", "fixture hash"],
+                 [[s["session"], s["gpu"], s["uuid"], s["driver"], s["toolkit"], s["sm_count"],
+                   "; ".join(f"{p['producer']} ({p['shape_order']}, {p['rounds']} x {p['iterations']})"
+                             for p in s["producers"]),
+                   s["source_hash"][:16], s["fixture_hash"][:16]] for s in sessions])
+    pc = summary["protocol"]
+    out += ["", "Protocol: " + ", ".join(f"{k.replace('_', ' ')}: {yes_no(pc[k])}" for k in
+                                         ("distinct_uuids", "same_source_hash", "same_fixture", "same_config",
+                                          "shape_order_reversed")), ""]
+
+    out += ["## Headline", "",
+            f"Best rss strategy per shape against the copy floor (target: within {TARGET_RATIO:.2f}x) and "
+            "torch.compile with CUDA Graph replay (target: faster).", ""]
+    out += table(["shape", "dtype", "best rss strategy", "host us", "copy floor us", "ratio to floor",
+                  f"within {TARGET_RATIO:.2f}x", "torch.compile+graph us", "beats compile+graph",
+                  "local_fusion us", "best megakernel", "megakernel us", "megakernel speedup vs local_fusion"],
+                 [[f"{b['rows']} x {b['cols']}", b["dtype"], b["best_rss_variant"], fmt(b["host_us"]),
+                   fmt(b["copy_floor_us"]), fmt(b["ratio_to_copy_floor"], 3, "x"),
+                   yes_no(b["within_target_of_copy_floor"]), fmt(b["torch_compile_graph_us"]),
+                   yes_no(b["beats_torch_compile_graph"]), fmt(b["local_fusion_us"]),
+                   b["best_megakernel_variant"] or "n/a", fmt(b["best_megakernel_us"]),
+                   fmt(b["megakernel_speedup_over_local_fusion"], 3, "x")] for b in best])
+    missed = []
+    for b in best:
+        name = f"{b['rows']} x {b['cols']} {b['dtype']}"
+        if b["within_target_of_copy_floor"] is False:
+            missed.append(f"{name}: best strategy is {b['ratio_to_copy_floor']:.3f}x the copy floor")
+        if b["beats_torch_compile_graph"] is False:
+            missed.append(f"{name}: not faster than torch.compile with CUDA Graph replay")
+        sp = b["megakernel_speedup_over_local_fusion"]
+        if sp is not None and sp <= 1.0:
+            missed.append(f"{name}: the megakernel is not faster than local fusion ({sp:.3f}x)")
+    out += ["", "Targets missed:" if missed else "Targets missed: none.", ""]
+    out += [f"- {m}" for m in missed] + ([""] if missed else [])
+
+    out += ["## Retention controls", "",
+            f"Control minus {REFERENCE}, paired by round within a session, median per session, mean across "
+            "sessions. Penalties are not additive components.", ""]
+    out += table(["shape", "dtype", "control", "delta us", "per session us (pairs)", f"% of {REFERENCE}"],
+                 [[f"{d['rows']} x {d['cols']}", d["dtype"], d["control"], fmt(d["delta_us"]),
+                   "; ".join(f"{fmt(v)} ({p})" for v, p in zip(d["delta_us_sessions"], d["pairs_sessions"])),
+                   fmt(d["relative_to_reference"] and d["relative_to_reference"] * 100, 1, "%")]
+                  for d in deltas]) if deltas else ["No control records."]
+
+    out += ["", "## All variants", ""]
+    head = ["shape", "dtype", "variant", "host us"]
+    for s in sessions:
+        head += [f"S{s['session']} median", f"S{s['session']} p10-p90", f"S{s['session']} rounds"]
+    head += ["device us", "kernels", "launches", "coop", "blocks/SM", "logical MB", "evicted tiles",
+             "max rel err", "x copy floor", "x fastest peer"]
+    rows = []
+    for r in results:
+        row = [f"{r['rows']} x {r['cols']}", r["dtype"], r["variant"], fmt(r["host_us"])]
+        for m, q, k in zip(r["host_us_sessions"], r["p10_p90_sessions"], r["rounds_sessions"]):
+            row += [fmt(m), f"{fmt(q[0])}-{fmt(q[1])}" if q else "n/a", k]
+        row += [fmt(r["device_us"]), fmt_count(r["kernels"]), fmt_count(r["launches"]),
+                yes_no(r["cooperative"]), fmt_count(r["active_blocks_per_sm"]),
+                "?" if r["logical_bytes"] < 0 else f"{r['logical_bytes'] / 2**20:.2f}", r["evicted_tiles"],
+                "n/a" if r["max_rel_err"] is None else f"{r['max_rel_err']:.2e}",
+                fmt(r["ratio_to_copy_floor"], 3, "x"), fmt(r["ratio_to_fastest_peer"], 3, "x")]
+        rows.append(row)
+    out += table(head, rows)
+    if summary["warnings"]:
+        out += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------------ everything
+def compute(records_dir):
+    """Everything build writes, recomputed from the raw records: (summary, markdown, provenance)."""
+    files = records.load_dir(records_dir)
+    sessions, rounds, sources = collect(files)
+    results, deltas, best, warnings = aggregate(sessions, rounds)
+    summary = {
+        "sessions": [{k: s[k] for k in ("session", "gpu", "uuid", "source_hash", "driver", "toolkit",
+                                        "sm_count", "fixture_hash", "fixture_seed", "producers")}
+                     for s in sessions],
+        "protocol": protocol_checks(files, sessions),
+        "results": results, "retention_deltas": deltas, "best_per_shape": best, "warnings": warnings}
+    markdown = render_markdown(summary)
+
+    def used(keys):
+        """The raw files behind a set of (shape, variant) aggregates, and the aggregates themselves."""
+        keys = sorted(set(keys), key=lambda k: (shape_order(k[0]), variant_order(k[1])))
+        names = sorted(set().union(*(sources[k] for k in keys))) if keys else []
+        return {"raw_files": names, "aggregates": [[k[0][0], k[0][1], k[0][2], k[1]] for k in keys]}
+
+    shape_of = lambda d: (d["rows"], d["cols"], d["dtype"])  # noqa: E731
+    all_keys = [(shape_of(r), r["variant"]) for r in results]
+    delta_keys = [k for d in deltas for k in ((shape_of(d), d["control"]), (shape_of(d), REFERENCE))]
+    head_keys = [(shape_of(b), v) for b in best for v in
+                 (b["best_rss_variant"], FLOOR, COMPILE_GRAPH, LOCAL_FUSION, b["best_megakernel_variant"])
+                 if (shape_of(b), v) in sources]
+    bars = bar_panels(results)
+    controls = control_panels(deltas)
+    provenance = {
+        "generator": "bench/tools/report.py",
+        "raw_files": [{"file": n, "sha256": sha, "session": d["session"], "producer": d["producer"]}
+                      for n, sha, d in files],
+        "tables": {"summary.json": used(all_keys), "results.md#headline": used(head_keys),
+                   "results.md#retention-controls": used(delta_keys), "results.md#all-variants": used(all_keys)},
+        "figures": {
+            "bars.png": {**used([(shape_of(p), b["variant"]) for p in bars for b in p["bars"]]),
+                         "notice": NOTICE, "whisker_note": WHISKER_NOTE, "sessions": len(sessions),
+                         "panels": bars},
+            "controls.png": {**used(delta_keys), "notice": NOTICE, "reference": REFERENCE, "panels": controls}}}
+    return summary, markdown, provenance
+
+
+# ------------------------------------------------------------------------------------------- drawing
+def draw(provenance, out):
+    """Draw both figures from the numbers recorded in provenance (nothing else)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dpi = 110
+    fig_b = provenance["figures"]["bars.png"]
+    panels = fig_b["panels"]
+    ncols = max(1, min(3, len(panels)))
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    tallest = max([len(p["bars"]) for p in panels] + [1])
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, (0.33 * tallest + 1.5) * nrows + 0.9),
+                             squeeze=False)
+    colors = lambda v: ("#7f7f7f" if v == FLOOR else "#ff7f0e" if is_peer(v)  # noqa: E731
+                        else "#08306b" if is_megakernel(v) else "#4a90d9")
+    for ax, p in zip(axes.flat, panels):
+        ys = list(range(len(p["bars"])))[::-1]
+        for y, b in zip(ys, p["bars"]):
+            ax.barh(y, b["value"], color=colors(b["variant"]), height=0.7)
+            lo, hi = b["whisker"]
+            ax.errorbar([b["value"]], [y], xerr=[[b["value"] - lo], [hi - b["value"]]], fmt="none",
+                        ecolor="black", capsize=3, lw=1)
+            ax.text(max(b["value"], hi) + 0.01 * p["axis"][1], y, b["label"], va="center", fontsize=8)
+        ax.set_yticks(ys, [b["variant"] for b in p["bars"]], fontsize=8)
+        ax.set_xlim(*p["axis"])
+        ax.set_xlabel(f"host completion time, us ({p['range_label']})", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        title = p["title"] + ("\n" + p["annotation"]["text"] if p["annotation"] else "")
+        ax.set_title(title, fontsize=9)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    if not panels:
+        axes.flat[0].text(0.5, 0.5, "no records", ha="center")
+    fig.suptitle(f"{NOTICE}\n{WHISKER_NOTE} Sessions: {fig_b['sessions']}.", fontsize=10, color="#a00000")
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / fig.get_figheight()))
+    fig.savefig(os.path.join(out, "bars.png"), dpi=dpi)
+    plt.close(fig)
+
+    fig_c = provenance["figures"]["controls.png"]
+    panels = fig_c["panels"]
+    fig, axes = plt.subplots(max(1, len(panels)), 1, figsize=(8, 1.3 * max(1, len(panels)) + 0.9),
+                             squeeze=False)
+    for ax, p in zip(axes.flat, panels):
+        ys = list(range(len(p["points"])))[::-1]
+        ax.axvline(0.0, color="#999999", lw=1)
+        for y, pt in zip(ys, p["points"]):
+            ax.hlines(y, *pt["range"], color="#08306b", lw=2)
+            ax.plot([pt["value"]], [y], "o", color="#08306b")
+            ax.text(pt["range"][1] + 0.02 * (p["axis"][1] - p["axis"][0]), y, pt["label"], va="center",
+                    fontsize=8)
+        ax.set_yticks(ys, [pt["control"] for pt in p["points"]], fontsize=8)
+        ax.set_ylim(-0.7, len(ys) - 0.3)
+        ax.set_xlim(*p["axis"])
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(f"{p['title']}: control minus {p['reference']} ({p['reference_host_us']:.1f} us), us",
+                     fontsize=9)
+    if not panels:
+        axes.flat[0].text(0.5, 0.5, "no control records", ha="center")
+        axes.flat[0].axis("off")
+    fig.suptitle(f"{NOTICE}\nDots: mean of the session medians of round-paired deltas. Ranges: the session "
+                 "medians.", fontsize=9, color="#a00000")
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
+    fig.savefig(os.path.join(out, "controls.png"), dpi=dpi)
+    plt.close(fig)
+
+
+def dump_json(obj):
+    return json.dumps(obj, indent=1, allow_nan=False) + "\n"
+
+
+def build(records_dir, out):
+    summary, markdown, provenance = compute(records_dir)
+    os.makedirs(out, exist_ok=True)
+    for name, text in (("summary.json", dump_json(summary)), ("results.md", markdown),
+                       ("provenance.json", dump_json(provenance))):
+        with open(os.path.join(out, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    draw(provenance, out)
+    for w in summary["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"built {', '.join(OUTPUTS)} in {out} from {len(provenance['raw_files'])} raw files, "
+          f"{len(summary['sessions'])} session(s), {len(summary['results'])} aggregates")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ verifying
+def _label(obj):
+    """A readable name for a list element, e.g. '1x131072 fp32 local_fusion'."""
+    if isinstance(obj, dict) and "rows" in obj:
+        tail = obj.get("variant") or obj.get("control") or obj.get("best_rss_variant")
+        return f" ({obj['rows']}x{obj['cols']} {obj['dtype']}{' ' + tail if tail else ''})"
+    if isinstance(obj, dict) and ("file" in obj or "session" in obj):
+        return f" ({obj.get('file', 'session ' + str(obj.get('session')))})"
+    return ""
+
+
+def compare(committed, fresh, path, problems):
+    """Append a message for every difference; floats compare with relative tolerance REL_TOL."""
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+    if isinstance(committed, dict) and isinstance(fresh, dict):
+        for k in list(fresh) + [k for k in committed if k not in fresh]:
+            if k not in committed:
+                problems.append(f"{path}.{k}: missing from the committed file")
+            elif k not in fresh:
+                problems.append(f"{path}.{k}: in the committed file but not recomputed")
+            else:
+                compare(committed[k], fresh[k], f"{path}.{k}", problems)
+    elif isinstance(committed, list) and isinstance(fresh, list):
+        if len(committed) != len(fresh):
+            problems.append(f"{path}: committed has {len(committed)} entries, recomputed {len(fresh)}")
+        for i, (a, b) in enumerate(zip(committed, fresh)):
+            compare(a, b, f"{path}[{i}]{_label(b)}", problems)
+    elif num(committed) and num(fresh):
+        if not math.isclose(committed, fresh, rel_tol=REL_TOL, abs_tol=0.0):
+            problems.append(f"{path}: committed {committed!r}, recomputed {fresh!r}")
+    elif committed != fresh:
+        problems.append(f"{path}: committed {committed!r}, recomputed {fresh!r}"[:400])
+
+
+def verify(records_dir, out, tree):
+    problems = []
+    try:
+        summary, markdown, provenance = compute(records_dir)
+    except records.RecordError as e:
+        print(f"FAIL: raw records: {e}")
+        return 1
+
+    def committed(name, parse):
+        try:
+            with open(os.path.join(out, name), encoding="utf-8") as f:
+                return parse(f.read())
+        except (OSError, ValueError) as e:
+            problems.append(f"{name}: cannot read the committed file: {e}")
+            return None
+
+    for name, fresh in (("summary.json", summary), ("provenance.json", provenance)):
+        old = committed(name, json.loads)
+        if old is not None:
+            compare(old, fresh, name, problems)
+    old_md = committed("results.md", lambda t: t)
+    if old_md is not None and old_md != markdown:
+        diff = list(difflib.unified_diff(old_md.splitlines(), markdown.splitlines(), "results.md (committed)",
+                                         "results.md (re-rendered)", lineterm="", n=0))
+        problems.append("results.md differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
+    for name in ("bars.png", "controls.png"):
+        if not os.path.isfile(os.path.join(out, name)):
+            problems.append(f"{name}: missing")
+
+    # The raw files must be the ones provenance names (the recomputation already used the files on disk).
+    old_prov = committed("provenance.json", json.loads) or {}
+    listed = {f.get("file"): f.get("sha256") for f in old_prov.get("raw_files", [])}
+    for f in provenance["raw_files"]:
+        if f["file"] not in listed:
+            problems.append(f"raw file {f['file']}: not listed in provenance.json")
+        elif listed[f["file"]] != f["sha256"]:
+            problems.append(f"raw file {f['file']}: sha256 {f['sha256']} differs from provenance.json "
+                            f"({listed[f['file']]})")
+    for name in sorted(set(listed) - {f["file"] for f in provenance["raw_files"]}):
+        problems.append(f"raw file {name}: listed in provenance.json but missing from {records_dir}")
+
+    tree_hash = records.source_hash(tree)
+    for name, _sha, doc in records.load_dir(records_dir):
+        if doc["context"]["source_hash"] != tree_hash:
+            problems.append(f"source hash: {name} (session {doc['session']}) was measured on "
+                            f"{doc['context']['source_hash']}, the tree {tree} hashes to {tree_hash}")
+    for panel in provenance["figures"]["bars.png"]["panels"]:
+        if panel["fill"] < 0.75:
+            problems.append(f"bars.png {panel['title']}: largest value fills {panel['fill']:.0%} of its axis")
+
+    if problems:
+        for p in problems:
+            print(f"MISMATCH: {p}")
+        print(f"FAIL: {len(problems)} problem(s)")
+        return 1
+    n_plotted = sum(len(p["bars"]) for p in provenance["figures"]["bars.png"]["panels"]) + \
+        sum(len(p["points"]) for p in provenance["figures"]["controls.png"]["panels"])
+    n_ann = sum(1 for p in provenance["figures"]["bars.png"]["panels"] if p["annotation"])
+    print(f"PASS: {len(provenance['raw_files'])} raw files, {len(summary['sessions'])} session(s), "
+          f"{len(summary['results'])} aggregates, {n_plotted} plotted values, {n_ann} annotations, "
+          f"source hash {tree_hash[:16]} matches")
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="rss benchmark report: build or verify")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for cmd in ("build", "verify"):
+        p = sub.add_parser(cmd)
+        p.add_argument("--records", default="bench/results/raw")
+        p.add_argument("--out", default="bench/results")
+        if cmd == "verify":
+            p.add_argument("--tree", default=".")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "build":
+            return build(args.records, args.out)
+        return verify(args.records, args.out, args.tree)
+    except records.RecordError as e:
+        print(f"FAIL: raw records: {e}", file=sys.stderr)
+        return 2 if args.cmd == "build" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

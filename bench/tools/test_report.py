@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Tests of the Python side of the benchmark protocol, on synthetic records in a temporary directory.
+
+    python3 bench/tools/test_report.py        (unittest; no GPU, no torch needed)
+"""
+import hashlib
+import importlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TOOLS)
+import fixture  # noqa: E402
+import records  # noqa: E402
+import report  # noqa: E402
+
+SHAPE = (1, 131072, "fp32")
+
+# Hand-checked tiny case: {variant: {session: [host_us samples of round 0, round 1, ...]}}.
+TINY = {
+    "local_fusion": {1: [[1, 2, 3], [4, 6], [10]], 2: [[3], [9]]},           # rounds 2,5,10 | 3,9
+    "megakernel_grid": {1: [[1], [2], [3]], 2: [[1], [1]]},
+    "control_no_retention": {1: [[2], [5], [4]], 2: [[3], [4]]},
+    "copy_floor": {1: [[2], [2], [2]], 2: [[3], [3]]},
+    "torch_compile_graph": {1: [[4], [4], [4]], 2: [[6], [6]]},
+    "torch_eager": {1: [[10], [10], [10]], 2: [[10], [10]]},
+}
+
+
+def record(shape, variant, rnd, host, device=(), kernels=1):
+    return {"rows": shape[0], "cols": shape[1], "dtype": shape[2], "variant": variant, "round": rnd,
+            "position": 0, "host_us": [float(h) for h in host], "device_us": [float(d) for d in device],
+            "kernels": kernels, "launches": 1, "cooperative": variant.startswith("megakernel"),
+            "active_blocks_per_sm": 1, "logical_bytes": 2 * shape[0] * shape[1] * 4, "evicted_tiles": 0,
+            "max_rel_err": 1e-7}
+
+
+def document(session, producer, recs, source_hash, rounds=3):
+    return {"schema": records.SCHEMA, "producer": producer, "session": session,
+            "context": {"gpu": "NVIDIA H200", "uuid": f"GPU-0000000{session}-aaaa", "driver": "570.1",
+                        "toolkit": "12.8", "sm_count": 132, "clocks_start": {"sm": 1980}, "clocks_end": {},
+                        "source_hash": source_hash,
+                        "config": {"rounds": rounds, "iterations": 5, "seed": 7,
+                                   "shape_order": "forward" if session == 1 else "reverse"},
+                        "fixture": {"seed": 42, "generator": fixture.GENERATOR, "hash": "f" * 64}},
+            "records": recs}
+
+
+def run(tool, *args):
+    p = subprocess.run([sys.executable, os.path.join(TOOLS, tool), *args], capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+class Workspace(unittest.TestCase):
+    """A fake tree with include/ and bench/, and raw records written under bench/results/raw."""
+
+    def setUp(self):
+        self.tree = tempfile.mkdtemp(prefix="rss_report_test_")
+        for rel, text in (("include/rss/a.hpp", "#pragma once\n"), ("bench/b.cpp", "int main(){}\n")):
+            os.makedirs(os.path.dirname(os.path.join(self.tree, rel)), exist_ok=True)
+            with open(os.path.join(self.tree, rel), "w") as f:
+                f.write(text)
+        self.raw = os.path.join(self.tree, "bench/results/raw")
+        self.out = os.path.join(self.tree, "bench/results")
+        os.makedirs(self.raw)
+        self.hash = records.source_hash(self.tree)
+
+    def tearDown(self):
+        shutil.rmtree(self.tree)
+
+    def write(self, name, doc):
+        with open(os.path.join(self.raw, name), "w") as f:
+            json.dump(doc, f)
+
+    def write_tiny(self, sessions=(1, 2)):
+        for s in sessions:
+            rss, torch = [], []
+            for variant, by_session in TINY.items():
+                for rnd, host in enumerate(by_session[s]):
+                    (torch if variant.startswith("torch_") else rss).append(
+                        record(SHAPE, variant, rnd, host, device=[h / 2 for h in host]))
+            self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash))
+            self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash))
+
+    def write_larger(self):
+        """Two sessions, two shapes, every known variant plus an unknown one, random samples."""
+        rng = random.Random(3)
+        variants = report.KNOWN_VARIANTS + ["cluster_row"]
+        for s in (1, 2):
+            rss, torch = [], []
+            for shape in ((1, 131072, "fp32"), (8, 131072, "bf16")):
+                for rnd in range(4):
+                    for v in variants:
+                        base = 10 + variants.index(v) * 3
+                        rec = record(shape, v, rnd, [base + rng.random() for _ in range(5)],
+                                     device=[base - 1 + rng.random()] if v != "baseline" else [])
+                        (torch if v.startswith("torch_") else rss).append(rec)
+            self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash, rounds=4))
+            self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash, rounds=4))
+
+    def build(self):
+        rc, out = run("report.py", "build", "--records", self.raw, "--out", self.out)
+        self.assertEqual(rc, 0, out)
+        return out
+
+    def verify(self):
+        return run("report.py", "verify", "--records", self.raw, "--out", self.out, "--tree", self.tree)
+
+    def load_out(self, name):
+        with open(os.path.join(self.out, name)) as f:
+            return json.load(f) if name.endswith(".json") else f.read()
+
+    def save_out(self, name, obj):
+        with open(os.path.join(self.out, name), "w") as f:
+            f.write(report.dump_json(obj) if name.endswith(".json") else obj)
+
+
+class AggregateTest(Workspace):
+    def test_hand_computed_aggregates(self):
+        self.write_tiny()
+        summary, markdown, prov = report.compute(self.raw)
+        res = {r["variant"]: r for r in summary["results"]}
+        lf = res["local_fusion"]
+        self.assertEqual(lf["host_us_sessions"], [5.0, 6.0])
+        self.assertAlmostEqual(lf["host_us"], 5.5)
+        for got, want in zip(lf["p10_p90_sessions"], [[2.6, 9.0], [3.6, 8.4]]):  # linear percentiles
+            np.testing.assert_allclose(got, want)
+        self.assertAlmostEqual(lf["device_us"], 2.75)
+        self.assertAlmostEqual(res["copy_floor"]["host_us"], 2.5)
+        self.assertAlmostEqual(lf["ratio_to_copy_floor"], 5.5 / 2.5)
+        self.assertAlmostEqual(lf["ratio_to_fastest_peer"], 5.5 / 5.0)
+        self.assertEqual(lf["fastest_peer"], "torch_compile_graph")
+        (delta,) = summary["retention_deltas"]  # deltas S1: 1,3,1 -> 1; S2: 2,3 -> 2.5
+        self.assertEqual(delta["delta_us_sessions"], [1.0, 2.5])
+        self.assertAlmostEqual(delta["delta_us"], 1.75)
+        self.assertEqual(delta["pairs_sessions"], [3, 2])
+        (best,) = summary["best_per_shape"]
+        self.assertEqual(best["best_rss_variant"], "megakernel_grid")
+        self.assertAlmostEqual(best["host_us"], 1.5)
+        self.assertAlmostEqual(best["ratio_to_copy_floor"], 0.6)
+        self.assertTrue(best["beats_torch_compile_graph"])
+        (panel,) = prov["figures"]["bars.png"]["panels"]
+        self.assertAlmostEqual(panel["annotation"]["speedup"], 5.5 / 1.5)
+        self.assertEqual(next(b for b in panel["bars"] if b["variant"] == "local_fusion")["whisker"], [5.0, 6.0])
+        self.assertGreaterEqual(panel["fill"], 0.75)
+        self.assertEqual([b["variant"] for b in panel["bars"]],  # controls go to controls.png only
+                         ["local_fusion", "megakernel_grid", "copy_floor", "torch_eager", "torch_compile_graph"])
+        self.assertEqual(prov["figures"]["controls.png"]["panels"][0]["points"][0]["range"], [1.0, 2.5])
+        self.assertIn("| 1 x 131072 | fp32 | megakernel_grid | 1.50 | 2.50 | 0.600x |", markdown)
+        for key in ("sessions", "results", "retention_deltas", "best_per_shape"):
+            self.assertIn(key, summary)
+        for key in ("rows", "cols", "dtype", "variant", "host_us", "host_us_sessions", "device_us", "kernels",
+                    "launches", "ratio_to_copy_floor"):
+            self.assertIn(key, lf)
+        for key in ("gpu", "uuid", "source_hash"):
+            self.assertIn(key, summary["sessions"][0])
+
+    def test_single_session_is_reported(self):
+        self.write_tiny(sessions=(1,))
+        self.build()
+        rc, out = self.verify()
+        self.assertEqual(rc, 0, out)
+        self.assertIn("Only 1 session", self.load_out("results.md"))
+
+    def test_inconsistent_metadata_is_a_warning(self):
+        self.write_tiny()
+        doc = json.load(open(os.path.join(self.raw, "session2_rss.json")))
+        doc["records"][0]["kernels"] = 0
+        self.write("session2_rss.json", doc)
+        summary, markdown, _ = report.compute(self.raw)
+        self.assertTrue(any("'kernels' differs" in w for w in summary["warnings"]))
+        self.assertIn("## Warnings", markdown)
+
+
+class VerifyTest(Workspace):
+    def setUp(self):
+        super().setUp()
+        self.write_larger()
+        self.build()
+
+    def assertFails(self, *needles):
+        rc, out = self.verify()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL", out)
+        for n in needles:
+            self.assertIn(n, out)
+
+    def test_build_then_verify_passes(self):
+        rc, out = self.verify()
+        self.assertEqual(rc, 0, out)
+        self.assertTrue(out.startswith("PASS"), out)
+        for name in report.OUTPUTS:
+            self.assertTrue(os.path.isfile(os.path.join(self.out, name)), name)
+        prov = self.load_out("provenance.json")
+        self.assertEqual(len(prov["figures"]["bars.png"]["panels"]), 2)
+        self.assertTrue(all(p["annotation"] for p in prov["figures"]["bars.png"]["panels"]))
+
+    def test_edited_summary_number_fails(self):
+        summary = self.load_out("summary.json")
+        summary["results"][3]["host_us"] *= 1.0001
+        self.save_out("summary.json", summary)
+        self.assertFails("summary.json.results[3]", "host_us")
+
+    def test_every_summary_number_is_checked(self):
+        """Perturb each number of summary.json in turn: verify must catch every one."""
+        original = self.load_out("summary.json")
+        paths = []
+
+        def walk(obj, path):
+            items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else []
+            for k, v in items:
+                if isinstance(v, float):
+                    paths.append(path + [k])
+                walk(v, path + [k])
+        walk(original, [])
+        self.assertGreater(len(paths), 100)
+        for path in random.Random(5).sample(paths, 12):
+            edited = json.loads(json.dumps(original))
+            obj = edited
+            for k in path[:-1]:
+                obj = obj[k]
+            obj[path[-1]] = obj[path[-1]] * (1 + 1e-6) + 1e-9
+            self.save_out("summary.json", edited)
+            rc, out = self.verify()
+            self.assertEqual(rc, 1, f"{path}: {out}")
+        self.save_out("summary.json", original)
+        self.assertEqual(self.verify()[0], 0)
+
+    def test_edited_markdown_fails(self):
+        md = self.load_out("results.md")
+        line = next(l for l in md.splitlines() if l.startswith("| 1 x 131072 | fp32 | local_fusion"))
+        edited = line.replace(line.split(" | ")[3], "99.99", 1)
+        self.save_out("results.md", md.replace(line, edited))
+        self.assertFails("results.md differs", "99.99")
+
+    def test_edited_plotted_number_fails(self):
+        prov = self.load_out("provenance.json")
+        prov["figures"]["controls.png"]["panels"][0]["points"][0]["value"] += 0.5
+        self.save_out("provenance.json", prov)
+        self.assertFails("provenance.json.figures.controls.png.panels[0]")
+
+    def test_source_hash_mismatch_fails(self):
+        with open(os.path.join(self.tree, "include/rss/a.hpp"), "a") as f:
+            f.write("// changed after measuring\n")
+        self.assertFails("source hash", "session1_rss.json")
+
+    def test_raw_file_edit_fails(self):
+        path = os.path.join(self.raw, "session2_torch.json")
+        with open(path, "a") as f:
+            f.write("\n")  # same numbers, different bytes: provenance must notice
+        self.assertFails("raw file session2_torch.json", "sha256")
+
+    def test_missing_output_fails(self):
+        os.remove(os.path.join(self.out, "controls.png"))
+        self.assertFails("controls.png: missing")
+
+    def test_invalid_record_is_named(self):
+        doc = json.load(open(os.path.join(self.raw, "session1_rss.json")))
+        doc["records"][2]["host_us"] = []
+        self.write("session1_rss.json", doc)
+        rc, out = run("report.py", "build", "--records", self.raw, "--out", self.out)
+        self.assertEqual(rc, 2)
+        self.assertIn("session1_rss.json: records[2]: 'host_us'", out)
+
+
+class SourceHashTest(Workspace):
+    def test_definition_and_exclusions(self):
+        h = hashlib.sha256()
+        for rel in ("bench/b.cpp", "include/rss/a.hpp"):  # sorted by path
+            data = open(os.path.join(self.tree, rel), "rb").read()
+            h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+        self.assertEqual(self.hash, h.hexdigest())
+        for rel in ("bench/results/x.json", "bench/tools/__pycache__/m.cpython-311.pyc", "bench/tools/n.pyc",
+                    "src/other.cpp"):
+            os.makedirs(os.path.dirname(os.path.join(self.tree, rel)), exist_ok=True)
+            open(os.path.join(self.tree, rel), "w").write("ignored")
+        self.assertEqual(records.source_hash(self.tree), self.hash)
+        open(os.path.join(self.tree, "bench/new.py"), "w").write("")  # an empty file still counts
+        self.assertNotEqual(records.source_hash(self.tree), self.hash)
+        rc, out = run("records.py", "source-hash", "--tree", self.tree)
+        self.assertEqual((rc, out.strip()), (0, records.source_hash(self.tree)))
+
+
+class FixtureTest(unittest.TestCase):
+    @staticmethod
+    def reference(seed, k):
+        """Plain-integer splitmix64 finalizer and mapping, the spec written out once more."""
+        m = (1 << 64) - 1
+        z = (seed + k + 0x9E3779B97F4A7C15) & m
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        z ^= z >> 31
+        return z, np.float32(8.0 * ((z >> 40) / 2.0**24) - 4.0)
+
+    def test_known_splitmix64_outputs(self):
+        # First outputs of the standard splitmix64 generator for states 0 and 1234567.
+        self.assertEqual(int(fixture.splitmix64(np.uint64(0))), 0xE220A8397B1DCDAF)
+        self.assertEqual(int(fixture.splitmix64(np.uint64(1234567))), 6457827717110365317)
+
+    def test_vectorised_matches_scalar_reference(self):
+        seed = (1 << 64) - 3  # seed + k wraps around 2^64
+        got = fixture.generate(seed, 64, start=1000)
+        for i, v in enumerate(got):
+            self.assertEqual(v, self.reference(seed, 1000 + i)[1])
+        self.assertEqual(fixture.generate(42, 8, 4).tolist(), fixture.generate(42, 12)[4:].tolist())
+        x = fixture.matrix(42, 3, 5)
+        self.assertEqual(x[2, 1], fixture.generate(42, 1, 11)[0])
+        self.assertTrue(((x >= -4) & (x < 4)).all())
+
+    def test_hash_and_cli(self):
+        want = hashlib.sha256(fixture.generate(42, 1 << 20).astype("<f4").tobytes()).hexdigest()
+        self.assertEqual(fixture.fixture_hash(42), want)
+        rc, out = run("fixture.py", "--seed", "42", "--hash")
+        self.assertEqual((rc, out.strip()), (0, want))
+        rc, out = run("fixture.py", "--seed", "42", "--print", "0", "8")
+        lines = out.strip().splitlines()
+        self.assertEqual(len(lines), 8)
+        self.assertEqual(np.float32(lines[3].split()[1]), fixture.generate(42, 1, 3)[0])
+
+
+class PeersTest(unittest.TestCase):
+    def test_imports_without_torch_and_exits_3(self):
+        importlib.import_module("peers")  # must not need torch at import time
+        try:
+            import torch  # noqa: F401
+            if torch.cuda.is_available():
+                self.skipTest("torch with CUDA is present")
+        except ImportError:
+            pass
+        rc, out = run("peers.py", "--session", "1", "--out", os.path.join(tempfile.gettempdir(), "x.json"))
+        self.assertEqual(rc, 3, out)
+        self.assertIn("torch", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,44 @@
+#pragma once
+// One place where kernels are launched: it records the launch's metadata, can describe a call
+// without running it (dry run), and checks every launch's error.
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "rss/api/launch_info.hpp"
+#include "rss/detail/cuda_status.cuh"
+
+namespace rss::detail {
+
+struct Launcher {
+  cudaStream_t stream = nullptr;
+  LaunchList* record = nullptr;  // optional: receives each launch's metadata
+  bool dry_run = false;          // describe only: record, never launch
+
+  template <class... KernelArgs, class... Args>
+  Status operator()(const char* name, void (*kernel)(KernelArgs...), unsigned grid, unsigned block,
+                    std::size_t shared_bytes, bool cooperative, int blocks_per_sm, Args&&... args) const {
+    if (record != nullptr) record->add({name, grid, block, shared_bytes, cooperative, blocks_per_sm});
+    if (dry_run) return Status::success;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(block);
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeCooperative;
+    attribute.val.cooperative = 1;
+    config.attrs = cooperative ? &attribute : nullptr;
+    config.numAttrs = cooperative ? 1 : 0;
+    RSS_TRY(from_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...)));
+    return check_launch(stream);
+  }
+};
+
+/// Blocks for a grid-stride loop over `work` items, at most what one 1-D launch allows.
+inline unsigned grid_for(std::int64_t work) {
+  constexpr std::int64_t max_grid = 2147483647;
+  return static_cast<unsigned>(work < max_grid ? work : max_grid);
+}
+
+}  // namespace rss::detail

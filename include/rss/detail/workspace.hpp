@@ -1,0 +1,42 @@
+#pragma once
+// Carving a caller's workspace into aligned sub-buffers. The same code answers the size query (no
+// base pointer: it only counts) and lays the buffers out, so the two can never disagree.
+#include <cstddef>
+#include <cstdint>
+
+namespace rss {
+
+/// Alignment the caller's workspace pointer must have (cudaMalloc gives at least this).
+inline constexpr std::size_t workspace_alignment = 256;
+
+namespace detail {
+
+class WorkspaceCarver {
+ public:
+  explicit WorkspaceCarver(void* base = nullptr) : base_(static_cast<unsigned char*>(base)) {}
+
+  /// Reserves `count` elements of T at the next aligned offset; null while only counting.
+  template <class T>
+  T* take(std::int64_t count) {
+    const std::size_t start = offset_;
+    const auto n = static_cast<std::uint64_t>(count < 0 ? 0 : count);
+    if (n > (SIZE_MAX - start) / sizeof(T) - workspace_alignment) {
+      overflow_ = true;
+      return nullptr;
+    }
+    const std::size_t end = start + n * sizeof(T);
+    offset_ = (end + workspace_alignment - 1) / workspace_alignment * workspace_alignment;
+    return base_ == nullptr ? nullptr : reinterpret_cast<T*>(base_ + start);
+  }
+
+  std::size_t bytes() const { return offset_; }
+  bool overflowed() const { return overflow_; }
+
+ private:
+  unsigned char* base_;
+  std::size_t offset_ = 0;
+  bool overflow_ = false;
+};
+
+}  // namespace detail
+}  // namespace rss

@@ -1,0 +1,124 @@
+#pragma once
+// Block-wide traversal of one tile of a row: 16-byte vector accesses over the aligned body, scalar
+// accesses for the unaligned head and the tail, several vectors in flight per thread. Every phase
+// reads and writes global memory through these, so alignment and odd widths are handled once.
+#include <cstdint>
+
+#include "rss/detail/storage.cuh"
+
+namespace rss::detail {
+
+/// Vectors each thread loads before it uses the first: enough independent loads in flight to cover
+/// HBM latency without spilling.
+inline constexpr int loads_in_flight = 4;
+
+template <class T>
+struct alignas(16) Vector {
+  T v[vector_width<T>];
+};
+
+/// Elements of p before the first 16-byte boundary (0 when p is aligned), capped at n.
+template <class T>
+__device__ __forceinline__ std::int64_t unaligned_head(const T* p, std::int64_t n) {
+  constexpr int W = vector_width<T>;
+  const auto misalign = static_cast<int>((reinterpret_cast<std::uintptr_t>(p) % 16) / sizeof(T));
+  const std::int64_t head = misalign == 0 ? 0 : W - misalign;
+  return head < n ? head : n;
+}
+
+/// Calls f(i, value) for every element i in [0, n) of the tile at x, value converted to float.
+/// Each element is visited by exactly one thread of the block.
+template <int Threads, class T, class F>
+__device__ __forceinline__ void tile_for_each(const T* __restrict__ x, std::int64_t n, F&& f) {
+  using Traits = StorageTraits<T>;
+  constexpr int W = vector_width<T>;
+  const int t = static_cast<int>(threadIdx.x);
+  const std::int64_t head = unaligned_head(x, n);
+  if (t < head) f(t, Traits::to_float(x[t]));
+  const std::int64_t vectors = (n - head) / W;
+  const auto* body = reinterpret_cast<const Vector<T>*>(x + head);
+
+  constexpr int Step = Threads * loads_in_flight;
+  std::int64_t v0 = 0;
+  for (; v0 + Step <= vectors; v0 += Step) {  // full rounds: loads_in_flight loads before any use
+    Vector<T> buf[loads_in_flight];
+#pragma unroll
+    for (int u = 0; u < loads_in_flight; ++u) buf[u] = body[v0 + u * Threads + t];
+#pragma unroll
+    for (int u = 0; u < loads_in_flight; ++u) {
+      const std::int64_t base = head + (v0 + u * Threads + t) * W;
+#pragma unroll
+      for (int e = 0; e < W; ++e) f(base + e, Traits::to_float(buf[u].v[e]));
+    }
+  }
+  for (std::int64_t v = v0 + t; v < vectors; v += Threads) {
+    const Vector<T> vec = body[v];
+    const std::int64_t base = head + v * W;
+#pragma unroll
+    for (int e = 0; e < W; ++e) f(base + e, Traits::to_float(vec.v[e]));
+  }
+  for (std::int64_t i = head + vectors * W + t; i < n; i += Threads) f(i, Traits::to_float(x[i]));
+}
+
+/// Writes y[i] = g(i) for every i in [0, n) of the tile at y, converting from float.
+template <int Threads, class T, class G>
+__device__ __forceinline__ void tile_generate(T* __restrict__ y, std::int64_t n, G&& g) {
+  using Traits = StorageTraits<T>;
+  constexpr int W = vector_width<T>;
+  const int t = static_cast<int>(threadIdx.x);
+  const std::int64_t head = unaligned_head(y, n);
+  if (t < head) y[t] = Traits::from_float(g(std::int64_t{t}));
+  const std::int64_t vectors = (n - head) / W;
+  auto* body = reinterpret_cast<Vector<T>*>(y + head);
+  for (std::int64_t v = t; v < vectors; v += Threads) {
+    Vector<T> vec;
+    const std::int64_t base = head + v * W;
+#pragma unroll
+    for (int e = 0; e < W; ++e) vec.v[e] = Traits::from_float(g(base + e));
+    body[v] = vec;
+  }
+  for (std::int64_t i = head + vectors * W + t; i < n; i += Threads) y[i] = Traits::from_float(g(i));
+}
+
+/// Writes y[i] = f(x[i]) for every i in [0, n). Vector loads and stores when x and y share their
+/// alignment (the usual case); otherwise vector loads and scalar stores.
+template <int Threads, class T, class F>
+__device__ __forceinline__ void tile_transform(const T* __restrict__ x, T* __restrict__ y, std::int64_t n,
+                                               F&& f) {
+  using Traits = StorageTraits<T>;
+  constexpr int W = vector_width<T>;
+  if (unaligned_head(x, n) != unaligned_head(y, n)) {
+    tile_for_each<Threads>(x, n, [&](std::int64_t i, float v) { y[i] = Traits::from_float(f(v)); });
+    return;
+  }
+  const int t = static_cast<int>(threadIdx.x);
+  const std::int64_t head = unaligned_head(x, n);
+  if (t < head) y[t] = Traits::from_float(f(Traits::to_float(x[t])));
+  const std::int64_t vectors = (n - head) / W;
+  const auto* in = reinterpret_cast<const Vector<T>*>(x + head);
+  auto* out = reinterpret_cast<Vector<T>*>(y + head);
+
+  constexpr int Step = Threads * loads_in_flight;
+  std::int64_t v0 = 0;
+  for (; v0 + Step <= vectors; v0 += Step) {
+    Vector<T> buf[loads_in_flight];
+#pragma unroll
+    for (int u = 0; u < loads_in_flight; ++u) buf[u] = in[v0 + u * Threads + t];
+#pragma unroll
+    for (int u = 0; u < loads_in_flight; ++u) {
+#pragma unroll
+      for (int e = 0; e < W; ++e) buf[u].v[e] = Traits::from_float(f(Traits::to_float(buf[u].v[e])));
+      out[v0 + u * Threads + t] = buf[u];
+    }
+  }
+  for (std::int64_t v = v0 + t; v < vectors; v += Threads) {
+    Vector<T> vec = in[v];
+#pragma unroll
+    for (int e = 0; e < W; ++e) vec.v[e] = Traits::from_float(f(Traits::to_float(vec.v[e])));
+    out[v] = vec;
+  }
+  for (std::int64_t i = head + vectors * W + t; i < n; i += Threads)
+    y[i] = Traits::from_float(f(Traits::to_float(x[i])));
+}
+
+}  // namespace rss::detail

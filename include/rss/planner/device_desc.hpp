@@ -1,0 +1,79 @@
+#pragma once
+// What the host planner needs to know about a GPU, and an analytic occupancy model so that the planner
+// can be tested on a machine without one. Pure host C++: no CUDA headers.
+#include <cstddef>
+
+namespace rss {
+
+/// The device limits the megakernel planner reads. At run time it is filled from
+/// cudaDeviceGetAttribute; in tests it comes from h100_sxm_desc() / h200_desc().
+struct DeviceDesc {
+  int sm_count;                           // cudaDevAttrMultiProcessorCount
+  std::size_t shared_per_block_optin;     // cudaDevAttrMaxSharedMemoryPerBlockOptin (232448 on H100/H200)
+  std::size_t shared_per_sm;              // cudaDevAttrMaxSharedMemoryPerMultiprocessor (233472 on H100/H200)
+  std::size_t reserved_shared_per_block;  // cudaDevAttrReservedSharedMemoryPerBlock (1024 on Hopper)
+  int max_threads_per_sm;                 // cudaDevAttrMaxThreadsPerMultiProcessor (2048)
+  int max_blocks_per_sm;                  // cudaDevAttrMaxBlocksPerMultiprocessor (32)
+  int regs_per_sm;                        // cudaDevAttrMaxRegistersPerMultiprocessor (65536)
+  bool cooperative_launch;                // cudaDevAttrCooperativeLaunch
+};
+
+/// NVIDIA H100 SXM5: 132 SMs, 227 KiB opt-in shared memory per block, 228 KiB per SM.
+inline DeviceDesc h100_sxm_desc() noexcept {
+  DeviceDesc d{};
+  d.sm_count = 132;
+  d.shared_per_block_optin = 232448;
+  d.shared_per_sm = 233472;
+  d.reserved_shared_per_block = 1024;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.regs_per_sm = 65536;
+  d.cooperative_launch = true;
+  return d;
+}
+
+/// NVIDIA H200: the same SM array and limits as the H100 SXM (it differs in HBM, not in the SMs).
+inline DeviceDesc h200_desc() noexcept { return h100_sxm_desc(); }
+
+namespace detail {
+constexpr int kModelMaxThreadsPerBlock = 1024;
+constexpr int kModelMaxRegsPerThread = 255;
+constexpr int kModelRegAllocPerWarp = 256;        // registers are granted per warp in units of 256
+constexpr std::size_t kModelSharedAllocUnit = 128;  // shared memory is granted per block in units of 128 B
+}  // namespace detail
+
+/// A MODEL of how many blocks of one kernel fit on one SM, not the driver's answer: blocks of
+/// `threads` threads using `regs_per_thread` registers and `shared_bytes` (static + dynamic) shared memory
+/// per block, limited by threads, blocks, registers and shared memory. Each block also costs
+/// reserved_shared_per_block, and the SM is assumed to run with its largest shared-memory carveout.
+/// Returns 0 when one block cannot launch at all (too many threads or registers, shared_bytes above the
+/// opt-in limit). regs_per_thread == 0 means "no register limit".
+/// At run time use cudaOccupancyMaxActiveBlocksPerMultiprocessor instead.
+inline int modeled_blocks_per_sm(const DeviceDesc& d, int threads, int regs_per_thread,
+                                 std::size_t shared_bytes) noexcept {
+  if (threads <= 0 || threads > detail::kModelMaxThreadsPerBlock) return 0;
+  if (regs_per_thread < 0 || regs_per_thread > detail::kModelMaxRegsPerThread) return 0;
+  if (shared_bytes > d.shared_per_block_optin) return 0;
+
+  const int warps = (threads + 31) / 32;
+  int blocks = d.max_blocks_per_sm;
+
+  const int by_threads = d.max_threads_per_sm / (warps * 32);
+  if (by_threads < blocks) blocks = by_threads;
+
+  if (regs_per_thread > 0) {
+    const int unit = detail::kModelRegAllocPerWarp;
+    const int regs_per_warp = (regs_per_thread * 32 + unit - 1) / unit * unit;
+    const int by_regs = d.regs_per_sm / (regs_per_warp * warps);
+    if (by_regs < blocks) blocks = by_regs;
+  }
+
+  const std::size_t unit = detail::kModelSharedAllocUnit;
+  const std::size_t per_block = (shared_bytes + d.reserved_shared_per_block + unit - 1) / unit * unit;
+  const std::size_t by_shared = d.shared_per_sm / per_block;
+  if (by_shared < static_cast<std::size_t>(blocks)) blocks = static_cast<int>(by_shared);
+
+  return blocks < 0 ? 0 : blocks;
+}
+
+}  // namespace rss

@@ -1,0 +1,157 @@
+#pragma once
+// Strategy `local_fusion`: three kernels, one per phase. Each kernel fuses its phase's operations,
+// but nothing stays on chip between kernels: x is read three times and the last kernel recomputes
+// the exponentials. A long row is cut into chunks handled by separate blocks, whose partial
+// statistics and sums meet in a small workspace buffer, so one very long row still fills the GPU.
+#include <cstdint>
+
+#include "rss/api/validate.hpp"
+#include "rss/detail/device.cuh"
+#include "rss/detail/launch.cuh"
+#include "rss/detail/workspace.hpp"
+#include "rss/phases/exp_sum.cuh"
+#include "rss/phases/normalize.cuh"
+#include "rss/phases/row_stats.cuh"
+
+namespace rss {
+namespace detail::local_fusion {
+
+inline constexpr int threads = 512;
+/// A chunk below this is not worth a block of its own: per-block overhead would dominate.
+inline constexpr std::int64_t min_chunk_elems = 4096;
+/// Blocks per SM the chunking aims for (512 threads: 4 blocks fill an SM's 2048 threads).
+inline constexpr int target_blocks_per_sm = 4;
+
+/// How each row is cut into chunks.
+struct Geometry {
+  std::int64_t chunks;       // chunks per row
+  std::int64_t chunk_elems;  // elements per chunk, a multiple of 8 so chunks keep the row's alignment
+};
+
+/// Most chunks a row of `cols` can be cut into: this sizes the workspace independently of the device.
+inline std::int64_t max_chunks(std::int64_t cols) { return (cols + min_chunk_elems - 1) / min_chunk_elems; }
+
+inline Geometry geometry(std::int64_t rows, std::int64_t cols, int sm_count) {
+  const std::int64_t target = static_cast<std::int64_t>(sm_count) * target_blocks_per_sm;
+  std::int64_t chunks = (target + rows - 1) / rows;
+  if (chunks > max_chunks(cols)) chunks = max_chunks(cols);
+  if (chunks < 1) chunks = 1;
+  std::int64_t chunk_elems = (cols + chunks - 1) / chunks;
+  chunk_elems = (chunk_elems + 7) / 8 * 8;
+  return {(cols + chunk_elems - 1) / chunk_elems, chunk_elems};
+}
+
+struct Workspace {
+  RowStatsPartial* stats;  // rows x chunks partial statistics
+  float* sums;             // rows x chunks partial sums of exponentials
+
+  static Workspace carve(WorkspaceCarver& carver, std::int64_t rows, std::int64_t cols) {
+    Workspace w{};
+    w.stats = carver.take<RowStatsPartial>(rows * max_chunks(cols));
+    w.sums = carver.take<float>(rows * max_chunks(cols));
+    return w;
+  }
+};
+
+/// The (row, chunk) work item `item` of a launch, as a tile of x.
+struct Tile {
+  std::int64_t row, chunk, offset, size;
+  __device__ Tile(std::int64_t item, std::int64_t cols, Geometry g)
+      : row(item / g.chunks), chunk(item % g.chunks), offset(row * cols + chunk * g.chunk_elems),
+        size(min(g.chunk_elems, cols - chunk * g.chunk_elems)) {}
+};
+
+template <class T>
+__global__ void __launch_bounds__(threads) stats(const T* x, std::int64_t rows, std::int64_t cols, Geometry g,
+                                                 RowStatsPartial* partials) {
+  __shared__ typename BlockRowStats<threads>::TempStorage storage;
+  for (std::int64_t item = blockIdx.x; item < rows * g.chunks; item += gridDim.x) {
+    const Tile tile(item, cols, g);
+    const RowStatsPartial p = BlockRowStats<threads>::tile(x + tile.offset, tile.size, storage);
+    if (threadIdx.x == 0) partials[item] = p;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads) exp_sum(const T* x, std::int64_t rows, std::int64_t cols, Geometry g,
+                                                   const RowStatsPartial* partials, float* sums) {
+  __shared__ union {
+    typename BlockRowStats<threads>::TempStorage stats;
+    typename BlockExpSum<threads>::TempStorage sum;
+  } storage;
+  for (std::int64_t item = blockIdx.x; item < rows * g.chunks; item += gridDim.x) {
+    const Tile tile(item, cols, g);
+    const RowStatsPartial row =
+        BlockRowStats<threads>::combine(partials + tile.row * g.chunks, static_cast<int>(g.chunks), storage.stats);
+    const RowScale scale = make_row_scale(row, cols);
+    const float s = BlockExpSum<threads>::tile(x + tile.offset, tile.size, scale, storage.sum);
+    if (threadIdx.x == 0) sums[item] = s;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads) normalize(const T* x, T* y, std::int64_t rows, std::int64_t cols,
+                                                     Geometry g, const RowStatsPartial* partials, const float* sums) {
+  __shared__ union {
+    typename BlockRowStats<threads>::TempStorage stats;
+    typename BlockExpSum<threads>::TempStorage sum;
+  } storage;
+  for (std::int64_t item = blockIdx.x; item < rows * g.chunks; item += gridDim.x) {
+    const Tile tile(item, cols, g);
+    const RowStatsPartial row =
+        BlockRowStats<threads>::combine(partials + tile.row * g.chunks, static_cast<int>(g.chunks), storage.stats);
+    const float total = BlockExpSum<threads>::combine(sums + tile.row * g.chunks, static_cast<int>(g.chunks), storage.sum);
+    BlockNormalize<threads>::tile(x + tile.offset, y + tile.offset, tile.size, make_row_scale(row, cols), 1.0f / total);
+  }
+}
+
+inline std::size_t workspace_bytes(std::int64_t rows, std::int64_t cols, bool* overflow) {
+  WorkspaceCarver carver;
+  Workspace::carve(carver, rows, cols);
+  *overflow = carver.overflowed();
+  return carver.bytes();
+}
+
+template <class T>
+Status launch(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace, int sm_count,
+              const Launcher& launch) {
+  WorkspaceCarver carver(workspace);
+  const Workspace w = Workspace::carve(carver, rows, cols);
+  const Geometry g = geometry(rows, cols, sm_count);
+  const unsigned grid = grid_for(rows * g.chunks);
+  RSS_TRY(launch("local_fusion::stats", stats<T>, grid, threads, 0, false, 0, x, rows, cols, g, w.stats));
+  RSS_TRY(launch("local_fusion::exp_sum", exp_sum<T>, grid, threads, 0, false, 0, x, rows, cols, g,
+                 static_cast<const RowStatsPartial*>(w.stats), w.sums));
+  return launch("local_fusion::normalize", normalize<T>, grid, threads, 0, false, 0, x, y, rows, cols, g,
+                static_cast<const RowStatsPartial*>(w.stats), static_cast<const float*>(w.sums));
+}
+
+}  // namespace detail::local_fusion
+
+/// Workspace bytes `local_fusion` needs for a rows x cols problem of T (independent of the device).
+template <class T>
+Status local_fusion_workspace_bytes(std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
+  if (bytes == nullptr) return Status::null_pointer;
+  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
+  bool overflow = false;
+  const std::size_t n = detail::local_fusion::workspace_bytes(rows, cols, &overflow);
+  if (overflow) return Status::size_overflow;
+  *bytes = n;
+  return Status::success;
+}
+
+/// rms_scaled_softmax as three kernels: statistics, exponential sums, normalisation (strategy
+/// `local_fusion`). Asynchronous on `stream`; never synchronises.
+template <class T>
+Status local_fusion(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
+                    std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
+  std::size_t required = 0;
+  RSS_TRY(local_fusion_workspace_bytes<T>(rows, cols, &required));
+  RSS_TRY(validate_call(x, y, rows, cols, sizeof(T), workspace, workspace_bytes, required));
+  if (rows == 0 || cols == 0) return Status::success;
+  int sm_count = 0;
+  RSS_TRY(detail::current_sm_count(&sm_count));
+  return detail::local_fusion::launch(x, y, rows, cols, workspace, sm_count, detail::Launcher{stream});
+}
+
+}  // namespace rss
