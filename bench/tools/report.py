@@ -40,6 +40,7 @@ FLOOR, REFERENCE, LOCAL_FUSION, COMPILE_GRAPH = "copy_floor", "megakernel_grid",
 TARGET_RATIO = 1.15  # SPEC section 6: best strategy within 1.15x of the copy floor
 REL_TOL = 1e-9
 NOTICE = "Each panel has its own axis: do not compare bar lengths across shapes"
+CONTROLS_NOTICE = "Each panel has its own axis: compare controls within a shape only"
 WHISKER_NOTE = "Bars: mean of the session medians. Whiskers: span of the session medians (not confidence intervals)."
 AXIS_FILL = 0.8  # the largest plotted value fills 80% of its panel's axis (the article asks for at least 75%)
 OUTPUTS = ("summary.json", "results.md", "provenance.json", "bars.png", "controls.png")
@@ -66,9 +67,15 @@ def variant_order(v):
     return (KNOWN_VARIANTS.index(v), v) if v in KNOWN_VARIANTS else (len(KNOWN_VARIANTS), v)
 
 
+# SPEC shapes in the order of its tables (article shapes first); other shapes follow by size.
+KNOWN_SHAPES = [(1, 131072), (8, 131072), (64, 131072), (32, 128256), (1, 1048576), (1, 4194304),
+                (4096, 4096), (4096, 32768), (16384, 8192), (1, 16777216)]
+
+
 def shape_order(shape):
     rows, cols, dtype = shape
-    return (records.DTYPES.index(dtype), rows * cols, rows)
+    known = KNOWN_SHAPES.index((rows, cols)) if (rows, cols) in KNOWN_SHAPES else len(KNOWN_SHAPES)
+    return (records.DTYPES.index(dtype), known, rows * cols, rows)
 
 
 def shape_name(shape):
@@ -440,7 +447,7 @@ def compute(records_dir):
             "bars.png": {**used([(shape_of(p), b["variant"]) for p in bars for b in p["bars"]]),
                          "notice": NOTICE, "whisker_note": WHISKER_NOTE, "sessions": len(sessions),
                          "panels": bars},
-            "controls.png": {**used(delta_keys), "notice": NOTICE, "reference": REFERENCE, "panels": controls}}}
+            "controls.png": {**used(delta_keys), "notice": CONTROLS_NOTICE, "reference": REFERENCE, "panels": controls}}}
     return summary, markdown, provenance
 
 
@@ -458,7 +465,7 @@ def draw(provenance, out):
     nrows = max(1, math.ceil(len(panels) / ncols))
     tallest = max([len(p["bars"]) for p in panels] + [1])
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, (0.33 * tallest + 1.5) * nrows + 0.9),
-                             squeeze=False)
+                             squeeze=False, layout="constrained")
     colors = lambda v: ("#7f7f7f" if v == FLOOR else "#ff7f0e" if is_peer(v)  # noqa: E731
                         else "#08306b" if is_megakernel(v) else "#4a90d9")
     for ax, p in zip(axes.flat, panels):
@@ -479,15 +486,14 @@ def draw(provenance, out):
         ax.axis("off")
     if not panels:
         axes.flat[0].text(0.5, 0.5, "no records", ha="center")
-    fig.suptitle(f"{NOTICE}\n{WHISKER_NOTE} Sessions: {fig_b['sessions']}.", fontsize=10, color="#a00000")
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / fig.get_figheight()))
+    fig.suptitle(f"{NOTICE}\n{WHISKER_NOTE} Sessions: {fig_b['sessions']}.", fontsize=11, color="#a00000")
     fig.savefig(os.path.join(out, "bars.png"), dpi=dpi)
     plt.close(fig)
 
     fig_c = provenance["figures"]["controls.png"]
     panels = fig_c["panels"]
     fig, axes = plt.subplots(max(1, len(panels)), 1, figsize=(8, 1.3 * max(1, len(panels)) + 0.9),
-                             squeeze=False)
+                             squeeze=False, layout="constrained")
     for ax, p in zip(axes.flat, panels):
         ys = list(range(len(p["points"])))[::-1]
         ax.axvline(0.0, color="#999999", lw=1)
@@ -505,9 +511,8 @@ def draw(provenance, out):
     if not panels:
         axes.flat[0].text(0.5, 0.5, "no control records", ha="center")
         axes.flat[0].axis("off")
-    fig.suptitle(f"{NOTICE}\nDots: mean of the session medians of round-paired deltas. Ranges: the session "
-                 "medians.", fontsize=9, color="#a00000")
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
+    fig.suptitle(f"{fig_c['notice']}\nDots: mean of the session medians of round-paired deltas. Ranges: the "
+                 "session medians (not confidence intervals).", fontsize=9, color="#a00000")
     fig.savefig(os.path.join(out, "controls.png"), dpi=dpi)
     plt.close(fig)
 

@@ -72,10 +72,12 @@ struct MaxFloat {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
+template <class T>  // T: the storage type of the call (one instantiation per baseline)
 __global__ void row_mean(const float* sq, float* mean_sq, std::int64_t rows, std::int64_t cols) {
   reduce_rows(sq, mean_sq, rows, cols, 0.0f, SumFloat{}, 1.0f / static_cast<float>(cols));
 }
 
+template <class T>  // T: the storage type of the call (one instantiation per baseline)
 __global__ void inverse_rms(const float* mean_sq, float* inv_rms, std::int64_t rows) {
   RSS_GRID_STRIDE(i, rows) inv_rms[i] = 1.0f / sqrtf(mean_sq[i] + rms_epsilon);
 }
@@ -90,14 +92,17 @@ __global__ void shift(const T* x, const float* max, float* out, std::int64_t n, 
   RSS_GRID_STRIDE(k, n) out[k] = StorageTraits<T>::to_float(x[k]) - max[k / cols];
 }
 
+template <class T>  // T: the storage type of the call (one instantiation per baseline)
 __global__ void scale(const float* shifted, const float* inv_rms, float* out, std::int64_t n, std::int64_t cols) {
   RSS_GRID_STRIDE(k, n) out[k] = inv_rms[k / cols] * shifted[k];
 }
 
+template <class T>  // T: the storage type of the call (one instantiation per baseline)
 __global__ void exponential(const float* in, float* out, std::int64_t n) {
   RSS_GRID_STRIDE(k, n) out[k] = expf(in[k]);
 }
 
+template <class T>  // T: the storage type of the call (one instantiation per baseline)
 __global__ void row_sum(const float* e, float* sum, std::int64_t rows, std::int64_t cols) {
   reduce_rows(e, sum, rows, cols, 0.0f, SumFloat{}, 1.0f);
 }
@@ -128,13 +133,13 @@ Status launch(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* work
   const unsigned rows_grid = grid_for((rows + threads - 1) / threads);
 
   RSS_TRY(launch("baseline::square", square<T>, elementwise_grid, threads, 0, false, 0, x, w.a, n));
-  RSS_TRY(launch("baseline::row_mean", row_mean, row_grid, threads, 0, false, 0, w.a, w.mean_sq, rows, cols));
-  RSS_TRY(launch("baseline::inverse_rms", inverse_rms, rows_grid, threads, 0, false, 0, w.mean_sq, w.inv_rms, rows));
+  RSS_TRY(launch("baseline::row_mean", row_mean<T>, row_grid, threads, 0, false, 0, w.a, w.mean_sq, rows, cols));
+  RSS_TRY(launch("baseline::inverse_rms", inverse_rms<T>, rows_grid, threads, 0, false, 0, w.mean_sq, w.inv_rms, rows));
   RSS_TRY(launch("baseline::row_max", row_max<T>, row_grid, threads, 0, false, 0, x, w.max, rows, cols));
   RSS_TRY(launch("baseline::shift", shift<T>, elementwise_grid, threads, 0, false, 0, x, w.max, w.b, n, cols));
-  RSS_TRY(launch("baseline::scale", scale, elementwise_grid, threads, 0, false, 0, w.b, w.inv_rms, w.a, n, cols));
-  RSS_TRY(launch("baseline::exp", exponential, elementwise_grid, threads, 0, false, 0, w.a, w.b, n));
-  RSS_TRY(launch("baseline::row_sum", row_sum, row_grid, threads, 0, false, 0, w.b, w.sum, rows, cols));
+  RSS_TRY(launch("baseline::scale", scale<T>, elementwise_grid, threads, 0, false, 0, w.b, w.inv_rms, w.a, n, cols));
+  RSS_TRY(launch("baseline::exp", exponential<T>, elementwise_grid, threads, 0, false, 0, w.a, w.b, n));
+  RSS_TRY(launch("baseline::row_sum", row_sum<T>, row_grid, threads, 0, false, 0, w.b, w.sum, rows, cols));
   return launch("baseline::divide", divide<T>, elementwise_grid, threads, 0, false, 0, w.b, w.sum, y, n, cols);
 }
 

@@ -1,0 +1,149 @@
+// The public host API on a real device: bad input gets a status and leaves y untouched, empty
+// problems succeed, launch metadata counts what runs, the graph holds nine kernel nodes.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "rss/rss.cuh"
+#include "support/device.cuh"
+#include "support/random_input.hpp"
+
+namespace {
+
+using rss::Status;
+using rss::Strategy;
+
+constexpr Strategy all_strategies[] = {
+    Strategy::baseline,          Strategy::baseline_graph,       Strategy::local_fusion,
+    Strategy::megakernel_grid,   Strategy::megakernel_row,       Strategy::control_no_retention,
+    Strategy::control_ordinary_launch,
+};
+
+/// y's bytes, to prove a refused call wrote nothing.
+std::vector<unsigned char> snapshot(const rss_test::DeviceBuffer& y) {
+  std::vector<unsigned char> bytes(y.bytes());
+  RSS_TEST_CUDA(cudaDeviceSynchronize());
+  RSS_TEST_CUDA(cudaMemcpy(bytes.data(), y.get(), bytes.size(), cudaMemcpyDeviceToHost));
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("bad arguments get a status and leave y untouched", "[gpu][api]") {
+  const std::int64_t rows = 4, cols = 1000;
+  const auto values = rss_test::random_rows(rows, cols, rss_test::fresh_seed());
+  rss_test::DeviceBuffer x(values.size() * sizeof(float)), y(values.size() * sizeof(float));
+  RSS_TEST_CUDA(cudaMemcpy(x.get(), values.data(), x.bytes(), cudaMemcpyHostToDevice));
+  RSS_TEST_CUDA(cudaMemset(y.get(), 0x5A, y.bytes()));
+  const auto before = snapshot(y);
+
+  for (Strategy strategy : all_strategies) {
+    INFO(rss::strategy_name(strategy));
+    std::size_t bytes = 0;
+    REQUIRE(rss::workspace_bytes<float>(strategy, rows, cols, &bytes) == Status::success);
+    rss_test::DeviceBuffer workspace(bytes + 2 * rss::workspace_alignment);
+    const float* xp = x.get<const float>();
+    float* yp = y.get<float>();
+    void* ws = workspace.get();
+    const auto call = [&](const float* in, float* out, std::int64_t r, std::int64_t c, void* w, std::size_t b) {
+      return rss::rms_scaled_softmax(strategy, in, out, r, c, w, b);
+    };
+    CHECK(call(nullptr, yp, rows, cols, ws, bytes) == Status::null_pointer);
+    CHECK(call(xp, nullptr, rows, cols, ws, bytes) == Status::null_pointer);
+    CHECK(call(xp, yp, -1, cols, ws, bytes) == Status::negative_size);
+    CHECK(call(xp, yp, rows, -5, ws, bytes) == Status::negative_size);
+    const std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 2;
+    CHECK(call(xp, yp, huge, huge, ws, bytes) == Status::size_overflow);
+    CHECK(call(xp, yp, std::int64_t{1} << 31, std::int64_t{1} << 31, ws, bytes) == Status::size_overflow);
+    if (bytes > 0) {
+      CHECK(call(xp, yp, rows, cols, nullptr, bytes) == Status::null_pointer);
+      CHECK(call(xp, yp, rows, cols, ws, bytes - 1) == Status::workspace_too_small);
+      CHECK(call(xp, yp, rows, cols, static_cast<char*>(ws) + 4, bytes) == Status::misaligned_workspace);
+    }
+    std::size_t ignored = 0;
+    CHECK(rss::workspace_bytes<float>(strategy, -1, cols, &ignored) == Status::negative_size);
+    CHECK(rss::workspace_bytes<float>(strategy, rows, cols, nullptr) == Status::null_pointer);
+    // Empty problems succeed and touch nothing, whatever the pointers.
+    CHECK(call(nullptr, nullptr, 0, cols, nullptr, 0) == Status::success);
+    CHECK(call(nullptr, nullptr, rows, 0, nullptr, 0) == Status::success);
+  }
+  CHECK(snapshot(y) == before);
+  CHECK(rss::rms_scaled_softmax(static_cast<Strategy>(99), x.get<const float>(), y.get<float>(), rows, cols,
+                                nullptr, 0) == Status::invalid_strategy);
+  CHECK(snapshot(y) == before);
+}
+
+TEST_CASE("launch metadata counts the kernels each strategy runs", "[gpu][api]") {
+  rss::LaunchList list;
+  REQUIRE(rss::describe_launches<float>(Strategy::baseline, 8, 131072, &list) == Status::success);
+  CHECK(list.kernels == 9);
+  CHECK(list.host_launches == 9);
+  CHECK_FALSE(list.any_cooperative());
+  REQUIRE(rss::describe_launches<float>(Strategy::baseline_graph, 8, 131072, &list) == Status::success);
+  CHECK(list.kernels == 9);
+  CHECK(list.host_launches == 1);
+  REQUIRE(rss::describe_launches<float>(Strategy::local_fusion, 8, 131072, &list) == Status::success);
+  CHECK(list.kernels == 3);
+  CHECK(std::strcmp(list.items[0].kernel, "local_fusion::stats") == 0);
+  REQUIRE(rss::describe_launches<float>(Strategy::local_fusion, 1, 4194304, &list) == Status::success);
+  int sm_count = 0;
+  RSS_TEST_CUDA(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
+  CHECK(list.items[0].grid >= static_cast<unsigned>(sm_count));  // one long row still fills the GPU
+
+  REQUIRE(rss::describe_launches<float>(Strategy::megakernel_row, 64, 131072, &list) == Status::success);
+  CHECK(list.kernels == 2);  // 32 MiB of tiles against ~29 MiB of shared memory: two launches
+  CHECK(list.any_cooperative());
+  CHECK(list.evicted_tiles == 0);
+  REQUIRE(rss::describe_launches<float>(Strategy::megakernel_grid, 1, 131072, &list) == Status::success);
+  CHECK(list.kernels == 1);
+  CHECK(list.items[0].grid >= static_cast<unsigned>(sm_count / 2));
+  REQUIRE(rss::describe_launches<float>(Strategy::megakernel_grid, 1, 16777216, &list) == Status::success);
+  CHECK(list.evicted_tiles > 0);
+  REQUIRE(rss::describe_launches<float>(Strategy::control_ordinary_launch, 64, 131072, &list) == Status::success);
+  CHECK(list.kernels == 6);
+  CHECK_FALSE(list.any_cooperative());
+}
+
+TEST_CASE("the baseline graph holds exactly nine kernel nodes and replays correctly", "[gpu][api]") {
+  const std::int64_t rows = 3, cols = 5000;
+  const auto values = rss_test::random_rows(rows, cols, rss_test::fresh_seed());
+  std::vector<double> reference(values.size());
+  rss::reference::rms_scaled_softmax(values.data(), reference.data(), rows, cols);
+  rss_test::DeviceBuffer x(values.size() * sizeof(float)), y(values.size() * sizeof(float));
+  RSS_TEST_CUDA(cudaMemcpy(x.get(), values.data(), x.bytes(), cudaMemcpyHostToDevice));
+  std::size_t bytes = 0;
+  REQUIRE(rss::workspace_bytes<float>(Strategy::baseline_graph, rows, cols, &bytes) == Status::success);
+  rss_test::DeviceBuffer workspace(bytes);
+
+  rss::BaselineGraph<float> graph;
+  REQUIRE(graph.capture(x.get<const float>(), y.get<float>(), rows, cols, workspace.get(), bytes) == Status::success);
+  int nodes = 0;
+  REQUIRE(graph.kernel_node_count(&nodes) == Status::success);
+  CHECK(nodes == 9);
+  for (int replay = 0; replay < 3; ++replay) {
+    rss_test::poison(y);
+    REQUIRE(graph.replay() == Status::success);
+    RSS_TEST_CUDA(cudaDeviceSynchronize());
+    std::vector<float> out(values.size());
+    RSS_TEST_CUDA(cudaMemcpy(out.data(), y.get(), y.bytes(), cudaMemcpyDeviceToHost));
+    CHECK(rss::reference::max_row_relative_error(out.data(), reference.data(), rows, cols) <=
+          rss::reference::fp32_tolerance);
+  }
+}
+
+// Run by CTest with CUDA_VISIBLE_DEVICES set to no device: also runs where there is no GPU at all.
+TEST_CASE("without a usable device every strategy says no_device", "[.][no_device]") {
+  std::vector<float> host(16, 1.0f);
+  const auto* fake_x = reinterpret_cast<const float*>(0x1000);  // never dereferenced: refused before any launch
+  auto* fake_y = reinterpret_cast<float*>(0x2000);
+  alignas(256) static unsigned char fake_workspace[1];
+  for (Strategy strategy : all_strategies) {
+    INFO(rss::strategy_name(strategy));
+    const Status s = rss::rms_scaled_softmax(strategy, fake_x, fake_y, 4, 4, fake_workspace,
+                                             std::size_t{1} << 40);
+    CHECK(s == Status::no_device);
+  }
+}
