@@ -129,3 +129,9 @@ TEST_CASE("bf16 and fp16 storage with fp32 arithmetic match the reference", "[gp
   check_all_strategies<__nv_bfloat16>({{1, 131072}, {8, 1001}, {64, 4099}});
   check_all_strategies<__half>({{1, 131072}, {8, 1001}, {64, 4099}});
 }
+
+// Small enough for compute-sanitizer (tests/run_gpu_checks.sh): several blocks per row, several
+// rows per launch, several launches, odd widths.
+TEST_CASE("representative shapes for the sanitizers", "[.][sanitize]") {
+  check_all_strategies<float>({{3, 20000}, {200, 1027}, {1, 70001}});
+}
