@@ -1,0 +1,406 @@
+// rss benchmark suites (Google Benchmark).
+//
+//   rss_bench [google benchmark flags]            every shape x variant, Google Benchmark's own loop
+//   rss_bench --session=1 --rounds=10 --iterations=30 --seed=7 --shape-order=forward --out=raw.json
+//                                                 one measurement session as SPEC §4 describes it:
+//                                                 per shape, rounds; per round every variant once, in
+//                                                 an order shuffled from the recorded seed; raw samples
+//
+// Main metric: host completion time of a warm call (launch call to completion seen on the host).
+// Second figure: one batched CUDA event interval per round, divided by the calls it spans.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fixture.hpp"
+#include "rss/rss.cuh"
+#include "session.hpp"
+#include "shapes.hpp"
+#include "variants.cuh"
+
+namespace {
+
+using namespace rss_bench;
+
+void die(const char* what, cudaError_t err) {
+  std::fprintf(stderr, "rss_bench: %s: %s\n", what, cudaGetErrorString(err));
+  std::exit(1);
+}
+#define BENCH_CUDA(call)                          \
+  do {                                            \
+    const cudaError_t e_ = (call);                \
+    if (e_ != cudaSuccess) die(#call, e_);        \
+  } while (0)
+
+struct Options {
+  int session = 0;  // 0: suite mode
+  int rounds = 10, iterations = 30, warmup = 5;
+  std::uint64_t seed = 1, fixture_seed = 42;
+  std::string shape_order = "forward", out = "records.json", shapes;
+};
+
+/// The current shape's device buffers, host input, reference and prepared variants. Only one shape
+/// is alive at a time: the largest needs several GB.
+struct ShapeState {
+  Shape shape;
+  ShapeBuffers buffers;
+  std::vector<float> x_host;
+  std::vector<double> reference;
+  std::map<std::string, Prepared> prepared;
+  std::map<std::string, double> error;
+
+  ShapeState(Shape s, std::uint64_t fixture_seed, int sm_count) : shape(s) {
+    buffers.rows = s.rows;
+    buffers.cols = s.cols;
+    buffers.sm_count = sm_count;
+    const std::size_t n = static_cast<std::size_t>(s.rows * s.cols);
+    x_host = fixture(fixture_seed, s.rows, s.cols);
+    BENCH_CUDA(cudaMalloc(&buffers.x, n * sizeof(float)));
+    BENCH_CUDA(cudaMalloc(&buffers.y, n * sizeof(float)));
+    BENCH_CUDA(cudaMemcpy(buffers.x, x_host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    for (rss::Strategy st : {rss::Strategy::baseline, rss::Strategy::local_fusion, rss::Strategy::megakernel_grid}) {
+      std::size_t bytes = 0;
+      if (rss::workspace_bytes<float>(st, s.rows, s.cols, &bytes) != rss::Status::success) die("workspace", cudaErrorUnknown);
+      buffers.workspace_bytes = std::max(buffers.workspace_bytes, bytes);
+    }
+    BENCH_CUDA(cudaMalloc(&buffers.workspace, buffers.workspace_bytes));
+    BENCH_CUDA(cudaMemset(buffers.workspace, 0, buffers.workspace_bytes));
+  }
+  ~ShapeState() {
+    prepared.clear();  // graphs and plans go before the memory they point to
+    cudaDeviceSynchronize();
+    cudaFree(buffers.x);
+    cudaFree(buffers.y);
+    cudaFree(buffers.workspace);
+  }
+
+  /// Worst row error of a variant's output against the double-precision reference (y poisoned first).
+  double check(const Prepared& p, cudaStream_t stream) {
+    if (reference.empty()) {
+      reference.resize(x_host.size());
+      rss::reference::rms_scaled_softmax(x_host.data(), reference.data(), shape.rows, shape.cols);
+    }
+    BENCH_CUDA(cudaMemset(buffers.y, 0xFF, x_host.size() * sizeof(float)));
+    if (p.run(stream) != rss::Status::success) return -1.0;
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    std::vector<float> y(x_host.size());
+    BENCH_CUDA(cudaMemcpy(y.data(), buffers.y, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return rss::reference::max_row_relative_error(y.data(), reference.data(), shape.rows, shape.cols);
+  }
+};
+
+Options g_options;
+cudaStream_t g_stream = nullptr;
+int g_sm_count = 0;
+std::unique_ptr<ShapeState> g_shape;
+std::vector<Record> g_records;
+std::vector<Variant> g_variants;
+
+ShapeState& shape_state(const Shape& s) {
+  if (!g_shape || g_shape->shape.rows != s.rows || g_shape->shape.cols != s.cols) {
+    g_shape.reset();
+    g_shape = std::make_unique<ShapeState>(s, g_options.fixture_seed, g_sm_count);
+  }
+  return *g_shape;
+}
+
+/// Prepares the variant on the current shape once, checking its output against the reference.
+const Prepared* prepared(ShapeState& state, const Variant& v, std::string* failure) {
+  auto it = state.prepared.find(v.name);
+  if (it == state.prepared.end()) {
+    Prepared p;
+    const rss::Status s = v.prepare(state.buffers, &p);
+    if (s != rss::Status::success) {
+      *failure = std::string("prepare: ") + rss::status_message(s);
+      return nullptr;
+    }
+    it = state.prepared.emplace(v.name, std::move(p)).first;
+    state.error[v.name] = v.name == "copy_floor" ? 0.0 : state.check(it->second, g_stream);
+  }
+  const double err = state.error[v.name];
+  if (!(err >= 0.0 && err <= rss::reference::fp32_tolerance)) {
+    *failure = "output does not match the reference (max row error " + std::to_string(err) + ")";
+    return nullptr;
+  }
+  return &it->second;
+}
+
+struct Measurement {
+  std::vector<double> host_us;
+  double device_us = 0.0;
+};
+
+/// Warm-up, then one host-completion sample per Google Benchmark iteration, then one batched event interval.
+Measurement measure(benchmark::State& st, const Prepared& p, int batched_calls) {
+  Measurement m;
+  for (int i = 0; i < g_options.warmup; ++i) (void)p.run(g_stream);
+  BENCH_CUDA(cudaStreamSynchronize(g_stream));
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const rss::Status s = p.run(g_stream);
+    const cudaError_t err = cudaStreamSynchronize(g_stream);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (s != rss::Status::success || err != cudaSuccess) {
+      st.SkipWithError(s != rss::Status::success ? rss::status_message(s) : cudaGetErrorString(err));
+      break;
+    }
+    const double seconds = std::chrono::duration<double>(t1 - t0).count();
+    st.SetIterationTime(seconds);
+    m.host_us.push_back(seconds * 1e6);
+  }
+  cudaEvent_t start, stop;
+  BENCH_CUDA(cudaEventCreate(&start));
+  BENCH_CUDA(cudaEventCreate(&stop));
+  BENCH_CUDA(cudaEventRecord(start, g_stream));
+  for (int i = 0; i < batched_calls; ++i) (void)p.run(g_stream);
+  BENCH_CUDA(cudaEventRecord(stop, g_stream));
+  BENCH_CUDA(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  BENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  m.device_us = 1000.0 * ms / batched_calls;
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return m;
+}
+
+void set_counters(benchmark::State& st, const Prepared& p, std::int64_t floor_bytes) {
+  const rss::LaunchList& l = p.launches;
+  st.counters["kernels"] = static_cast<double>(l.kernels);
+  st.counters["launches"] = static_cast<double>(l.host_launches);
+  st.counters["cooperative"] = l.any_cooperative() ? 1 : 0;
+  st.counters["active_blocks_per_sm"] = l.size > 0 ? l.items[0].blocks_per_sm : 0;
+  st.counters["logical_bytes"] = static_cast<double>(p.logical_bytes);
+  st.counters["evicted_tiles"] = static_cast<double>(l.evicted_tiles);
+  st.counters["logical_bw"] = benchmark::Counter(static_cast<double>(p.logical_bytes) * st.iterations(),
+                                                 benchmark::Counter::kIsRate);
+  st.counters["copy_equiv_bw"] = benchmark::Counter(static_cast<double>(floor_bytes) * st.iterations(),
+                                                    benchmark::Counter::kIsRate);
+}
+
+void run_variant(benchmark::State& st, Shape shape, std::size_t variant, int round, int position) {
+  ShapeState& state = shape_state(shape);
+  std::string failure;
+  const Prepared* p = prepared(state, g_variants[variant], &failure);
+  if (p == nullptr) {
+    st.SkipWithError(failure.c_str());
+    for (auto _ : st) {
+    }
+    return;
+  }
+  const Measurement m = measure(st, *p, g_options.iterations);
+  set_counters(st, *p, 2 * shape.rows * shape.cols * static_cast<std::int64_t>(sizeof(float)));
+  if (g_options.session == 0) return;
+  Record r;
+  r.rows = shape.rows;
+  r.cols = shape.cols;
+  r.variant = g_variants[variant].name;
+  r.round = round;
+  r.position = position;
+  r.host_us = m.host_us;
+  r.device_us = {m.device_us};
+  r.kernels = p->launches.kernels;
+  r.launches = p->launches.host_launches;
+  r.cooperative = p->launches.any_cooperative();
+  r.active_blocks_per_sm = p->launches.size > 0 ? p->launches.items[0].blocks_per_sm : 0;
+  r.logical_bytes = p->logical_bytes;
+  r.evicted_tiles = p->launches.evicted_tiles;
+  r.max_rel_err = state.error[r.variant];
+  g_records.push_back(std::move(r));
+}
+
+/// Session progress on the terminal: shape, round, variant and an estimate of the time left.
+class ProgressReporter : public benchmark::BenchmarkReporter {
+ public:
+  explicit ProgressReporter(std::size_t total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      ++done_;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      const double left = elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_);
+      std::fprintf(stderr, "\r[session %d] %-48s %9.1f us  %4zu/%zu  ~%4.0f s left%s", g_options.session,
+                   run.benchmark_name().c_str(), run.GetAdjustedRealTime(), done_, total_, left,
+                   run.error_occurred ? ("  ERROR: " + run.error_message + "\n").c_str() : "   ");
+    }
+  }
+  void Finalize() override { std::fprintf(stderr, "\n"); }
+
+ private:
+  std::size_t total_, done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+std::vector<Shape> selected_shapes() {
+  std::vector<Shape> shapes;
+  if (g_options.shapes.empty()) {
+    shapes = spec_shapes();
+  } else {
+    std::size_t pos = 0;
+    while (pos < g_options.shapes.size()) {
+      const std::size_t comma = g_options.shapes.find(',', pos);
+      const std::string item = g_options.shapes.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      long long r = 0, c = 0;
+      if (std::sscanf(item.c_str(), "%lldx%lld", &r, &c) != 2) {
+        std::fprintf(stderr, "rss_bench: bad shape '%s' (want ROWSxCOLS)\n", item.c_str());
+        std::exit(2);
+      }
+      shapes.push_back({r, c});
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  }
+  if (g_options.shape_order == "reverse") std::reverse(shapes.begin(), shapes.end());
+  return shapes;
+}
+
+/// Registers one session: for each shape, rounds; each round runs every variant once in an order
+/// shuffled from (seed, session, shape, round). Google Benchmark runs them in registration order.
+std::size_t register_session(const std::vector<Shape>& shapes) {
+  std::size_t count = 0;
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    for (int round = 0; round < g_options.rounds; ++round) {
+      std::vector<std::size_t> order(g_variants.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::mt19937_64 rng(splitmix64(g_options.seed ^ (static_cast<std::uint64_t>(g_options.session) << 56) ^
+                                     (static_cast<std::uint64_t>(shapes[si].rows) << 32) ^
+                                     static_cast<std::uint64_t>(shapes[si].cols) ^
+                                     (static_cast<std::uint64_t>(round) << 20)));
+      std::shuffle(order.begin(), order.end(), rng);
+      for (std::size_t pos = 0; pos < order.size(); ++pos) {
+        const Shape shape = shapes[si];
+        const std::size_t v = order[pos];
+        const std::string name = shape.label() + "/round" + std::to_string(round) + "/" + g_variants[v].name;
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          run_variant(st, shape, v, round, static_cast<int>(pos));
+        })->Iterations(g_options.iterations)->UseManualTime()->Unit(benchmark::kMicrosecond);
+        ++count;
+      }
+    }
+  }
+  return count;
+}
+
+void register_suite(const std::vector<Shape>& shapes) {
+  for (const Shape& shape : shapes) {
+    for (std::size_t v = 0; v < g_variants.size(); ++v) {
+      const std::string name = shape.label() + "/" + g_variants[v].name;
+      benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { run_variant(st, shape, v, 0, 0); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+bool take_option(const char* arg, const char* name, std::string* value) {
+  const std::size_t n = std::strlen(name);
+  if (std::strncmp(arg, name, n) != 0 || arg[n] != '=') return false;
+  *value = arg + n + 1;
+  return true;
+}
+
+/// Removes rss_bench's own --flags from argv, leaving Google Benchmark's.
+void parse_options(int* argc, char** argv) {
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    std::string v;
+    if (take_option(argv[i], "--session", &v)) g_options.session = std::atoi(v.c_str());
+    else if (take_option(argv[i], "--rounds", &v)) g_options.rounds = std::atoi(v.c_str());
+    else if (take_option(argv[i], "--iterations", &v)) g_options.iterations = std::atoi(v.c_str());
+    else if (take_option(argv[i], "--warmup", &v)) g_options.warmup = std::atoi(v.c_str());
+    else if (take_option(argv[i], "--seed", &v)) g_options.seed = std::strtoull(v.c_str(), nullptr, 10);
+    else if (take_option(argv[i], "--fixture-seed", &v)) g_options.fixture_seed = std::strtoull(v.c_str(), nullptr, 10);
+    else if (take_option(argv[i], "--shape-order", &v)) g_options.shape_order = v;
+    else if (take_option(argv[i], "--shapes", &v)) g_options.shapes = v;
+    else if (take_option(argv[i], "--out", &v)) g_options.out = v;
+    else argv[kept++] = argv[i];
+  }
+  *argc = kept;
+  if (g_options.rounds < 1 || g_options.iterations < 1 ||
+      (g_options.shape_order != "forward" && g_options.shape_order != "reverse")) {
+    std::fprintf(stderr, "rss_bench: --rounds and --iterations must be >= 1, --shape-order forward|reverse\n");
+    std::exit(2);
+  }
+}
+
+SessionContext session_context() {
+  SessionContext c;
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  c.session = g_options.session;
+  c.gpu = prop.name;
+  char uuid[64];
+  const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  c.uuid = uuid;
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  c.driver = "cuda " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
+  c.toolkit = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+  c.sm_count = prop.multiProcessorCount;
+  c.rounds = g_options.rounds;
+  c.iterations = g_options.iterations;
+  c.warmup = g_options.warmup;
+  c.seed = g_options.seed;
+  c.fixture_seed = g_options.fixture_seed;
+  c.shape_order = g_options.shape_order;
+  c.fixture_generator = fixture_generator;
+  for (int k = 0; k < 8; ++k) {
+    const float v = fixture_element(g_options.fixture_seed, static_cast<std::uint64_t>(k));
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%s0x%08x", k ? " " : "", bits);
+    c.first_elements += hex;
+  }
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  parse_options(&argc, argv);
+  int devices = 0;
+  const cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "rss_bench: no CUDA device (%s). The benchmark suite needs an NVIDIA GPU; nothing was run.\n",
+                 err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
+    return 2;
+  }
+  BENCH_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaDeviceGetAttribute(&g_sm_count, cudaDevAttrMultiProcessorCount, 0));
+  BENCH_CUDA(cudaFree(nullptr));  // create the context before anything is timed
+  g_variants = all_variants();
+
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  const std::vector<Shape> shapes = selected_shapes();
+  if (g_options.session == 0) {
+    register_suite(shapes);
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    const std::size_t total = register_session(shapes);
+    ProgressReporter progress(total);
+    benchmark::RunSpecifiedBenchmarks(&progress);
+    if (!write_records(g_options.out, session_context(), g_records)) {
+      std::fprintf(stderr, "rss_bench: cannot write %s\n", g_options.out.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "rss_bench: %zu records written to %s\n", g_records.size(), g_options.out.c_str());
+  }
+  g_shape.reset();
+  benchmark::Shutdown();
+  cudaStreamDestroy(g_stream);
+  return 0;
+}
