@@ -68,20 +68,12 @@ struct ShapeState {
     BENCH_CUDA(cudaMalloc(&buffers.x, n * sizeof(float)));
     BENCH_CUDA(cudaMalloc(&buffers.y, n * sizeof(float)));
     BENCH_CUDA(cudaMemcpy(buffers.x, x_host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    for (rss::Strategy st : {rss::Strategy::baseline, rss::Strategy::local_fusion, rss::Strategy::megakernel_grid}) {
-      std::size_t bytes = 0;
-      if (rss::workspace_bytes<float>(st, s.rows, s.cols, &bytes) != rss::Status::success) die("workspace", cudaErrorUnknown);
-      buffers.workspace_bytes = std::max(buffers.workspace_bytes, bytes);
-    }
-    BENCH_CUDA(cudaMalloc(&buffers.workspace, buffers.workspace_bytes));
-    BENCH_CUDA(cudaMemset(buffers.workspace, 0, buffers.workspace_bytes));
   }
   ~ShapeState() {
     prepared.clear();  // graphs and plans go before the memory they point to
     cudaDeviceSynchronize();
     cudaFree(buffers.x);
     cudaFree(buffers.y);
-    cudaFree(buffers.workspace);
   }
 
   /// Worst row error of a variant's output against the double-precision reference (y poisoned first).

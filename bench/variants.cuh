@@ -15,14 +15,35 @@
 
 namespace rss_bench {
 
-/// Device buffers of one shape: the input, the output and a workspace large enough for any variant.
+/// Device buffers of one shape: the input and the output (each variant owns its workspace).
 struct ShapeBuffers {
   std::int64_t rows = 0, cols = 0;
   float* x = nullptr;
   float* y = nullptr;
-  void* workspace = nullptr;
-  std::size_t workspace_bytes = 0;
   int sm_count = 0;
+};
+
+/// A zero-filled device workspace owned by one prepared variant: a megakernel's barrier states
+/// must not be overwritten by another strategy's intermediates between its calls.
+class Workspace {
+ public:
+  explicit Workspace(std::size_t bytes) : bytes_(bytes) {
+    if (bytes > 0 && (cudaMalloc(&ptr_, bytes) != cudaSuccess || cudaMemset(ptr_, 0, bytes) != cudaSuccess)) {
+      ptr_ = nullptr;
+    }
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  ~Workspace() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  void* get() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+  bool ok() const { return bytes_ == 0 || ptr_ != nullptr; }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_;
 };
 
 /// A variant ready to run on one shape.
@@ -30,6 +51,7 @@ struct Prepared {
   std::function<rss::Status(cudaStream_t)> run;
   rss::LaunchList launches;
   std::int64_t logical_bytes = 0;  // global-memory bytes the algorithm reads and writes (not HBM traffic)
+  std::shared_ptr<Workspace> workspace;
   std::shared_ptr<void> state;     // keeps a graph or a plan alive while `run` may be called
 };
 
@@ -63,8 +85,11 @@ inline rss::Status prepare_strategy(rss::Strategy s, const ShapeBuffers& b, Prep
   const float* x = b.x;
   float* y = b.y;
   const std::int64_t rows = b.rows, cols = b.cols;
-  void* ws = b.workspace;
-  const std::size_t bytes = b.workspace_bytes;
+  std::size_t bytes = 0;
+  RSS_TRY(rss::workspace_bytes<float>(s, rows, cols, &bytes));
+  p->workspace = std::make_shared<Workspace>(bytes);
+  if (!p->workspace->ok()) return rss::Status::cuda_error;
+  void* ws = p->workspace->get();
   std::int64_t evicted_elems = 0;
   switch (s) {
     case rss::Strategy::baseline:

@@ -53,18 +53,20 @@ __global__ void square(const T* x, float* out, std::int64_t n) {
   }
 }
 
-/// One block per row (grid-stride over rows): out[row] = reduce(in[row, :]) combined with `op`.
-template <class In, class Op>
-__device__ void reduce_rows(const In* in, float* out, std::int64_t rows, std::int64_t cols, float identity,
-                            Op op, float post_scale) {
-  using AllReduce = BlockAllReduce<float, threads>;
+/// One block per row (grid-stride over rows): out[row] = reduce(in[row, :]) combined with `op` in
+/// type Acc. Sums accumulate in double: one block walks a whole row, so a thread of a 16M-element
+/// row adds 65536 terms, too many for an fp32 running sum to stay within the tolerance.
+template <class Acc, class In, class Op>
+__device__ void reduce_rows(const In* in, float* out, std::int64_t rows, std::int64_t cols, Acc identity,
+                            Op op, Acc post_scale) {
+  using AllReduce = BlockAllReduce<Acc, threads>;
   __shared__ typename AllReduce::TempStorage storage;
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    float acc = identity;
+    Acc acc = identity;
     for (std::int64_t j = threadIdx.x; j < cols; j += threads)
-      acc = op(acc, StorageTraits<In>::to_float(in[row * cols + j]));
-    const float total = AllReduce::all_reduce(acc, op, storage);
-    if (threadIdx.x == 0) out[row] = total * post_scale;
+      acc = op(acc, static_cast<Acc>(StorageTraits<In>::to_float(in[row * cols + j])));
+    const Acc total = AllReduce::all_reduce(acc, op, storage);
+    if (threadIdx.x == 0) out[row] = static_cast<float>(total * post_scale);
   }
 }
 
@@ -72,9 +74,13 @@ struct MaxFloat {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
 
+struct SumDouble {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+
 template <class T>  // T: the storage type of the call (one instantiation per baseline)
 __global__ void row_mean(const float* sq, float* mean_sq, std::int64_t rows, std::int64_t cols) {
-  reduce_rows(sq, mean_sq, rows, cols, 0.0f, SumFloat{}, 1.0f / static_cast<float>(cols));
+  reduce_rows(sq, mean_sq, rows, cols, 0.0, SumDouble{}, 1.0 / static_cast<double>(cols));
 }
 
 template <class T>  // T: the storage type of the call (one instantiation per baseline)
@@ -104,7 +110,7 @@ __global__ void exponential(const float* in, float* out, std::int64_t n) {
 
 template <class T>  // T: the storage type of the call (one instantiation per baseline)
 __global__ void row_sum(const float* e, float* sum, std::int64_t rows, std::int64_t cols) {
-  reduce_rows(e, sum, rows, cols, 0.0f, SumFloat{}, 1.0f);
+  reduce_rows(e, sum, rows, cols, 0.0, SumDouble{}, 1.0);
 }
 
 template <class T>

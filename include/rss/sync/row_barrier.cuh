@@ -19,7 +19,8 @@
 namespace rss {
 
 /// Global state of one row's barrier. Must be zero before its first use; every use leaves it
-/// reusable (count back at 0).
+/// reusable (count back at 0). Nothing else may write it between uses: a corrupted state makes
+/// the waiting blocks trap after max_wait_ns (a launch error) rather than hang.
 struct RowBarrierState {
   unsigned int count;
   unsigned int generation;
@@ -27,6 +28,9 @@ struct RowBarrierState {
 
 class RowBarrier {
  public:
+  /// No legitimate wait comes near this: phases take microseconds to milliseconds.
+  static constexpr unsigned long long max_wait_ns = 20ull * 1000 * 1000 * 1000;
+
   __device__ RowBarrier(RowBarrierState* state, unsigned int blocks) : state_(state), blocks_(blocks) {}
 
   __device__ void wait() const {
@@ -39,7 +43,11 @@ class RowBarrier {
         count.store(0u, cuda::memory_order_relaxed);
         generation.store(seen + 1u, cuda::memory_order_release);
       } else {
+        const unsigned long long start = global_time_ns();
         while (generation.load(cuda::memory_order_acquire) == seen) {
+          // A wait this long means the state was corrupted (another user wrote the workspace) or
+          // the blocks were not co-resident: fail the launch with an error instead of hanging.
+          if (global_time_ns() - start > max_wait_ns) __trap();
         }
       }
     }
@@ -47,6 +55,12 @@ class RowBarrier {
   }
 
  private:
+  __device__ static unsigned long long global_time_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+  }
+
   RowBarrierState* state_;
   unsigned int blocks_;
 };
