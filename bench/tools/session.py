@@ -81,6 +81,7 @@ def main(argv=None):
     ap.add_argument("--raw", default=os.path.join(TREE, "bench", "results", "raw"))
     ap.add_argument("--results", default=os.path.join(TREE, "bench", "results"))
     ap.add_argument("--peers", choices=["auto", "off"], default="auto")
+    ap.add_argument("--peers-timeout", type=int, default=600, help="seconds the torch peers may take per session")
     ap.add_argument("--no-report", action="store_true", help="record only; build the report later")
     args = ap.parse_args(argv)
 
@@ -106,13 +107,16 @@ def main(argv=None):
         peers_note = "torch peers measured" if has_torch else "torch peers not measured: " + why
         if has_torch:
             torch_out = os.path.join(args.raw, "session%d_torch.json" % session)
-            rc = subprocess.run([sys.executable, os.path.join(HERE, "peers.py"), "--session", str(session),
-                                 "--rounds", str(args.rounds), "--iterations", str(args.iterations),
-                                 "--seed", str(args.seed), "--fixture-seed", str(args.fixture_seed),
-                                 "--shapes", shapes, "--shape-order", order, "--out", torch_out,
-                                 "--tree", TREE]).returncode
+            try:
+                rc = subprocess.run([sys.executable, os.path.join(HERE, "peers.py"), "--session", str(session),
+                                     "--rounds", str(args.rounds), "--iterations", str(args.iterations),
+                                     "--seed", str(args.seed), "--fixture-seed", str(args.fixture_seed),
+                                     "--shapes", shapes, "--shape-order", order, "--out", torch_out,
+                                     "--tree", TREE], timeout=args.peers_timeout).returncode
+            except subprocess.TimeoutExpired:
+                rc = "timeout after %d s" % args.peers_timeout
             if rc != 0:
-                peers_note = "torch peers failed with exit code %d" % rc
+                peers_note = "torch peers failed: %s" % rc
                 print("session: " + peers_note, file=sys.stderr)
         complete_context(rss_out, clocks_start, nvidia_smi(CLOCKS), args.fixture_seed, peers_note)
 
