@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, and runs the tests. With a GPU it
+# runs everything; without one it runs the CPU tests and says which GPU tests (label gpu) were not run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/setup.sh catch2
+build=${RSS_BUILD_DIR:-build}
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build" -j "$(nproc)"
+if nvidia-smi -L >/dev/null 2>&1; then
+  ctest --test-dir "$build" --output-on-failure
+else
+  ctest --test-dir "$build" --output-on-failure -LE gpu
+  echo
+  echo "NOT RUN: the GPU tests (label gpu), because this machine has no GPU:"
+  ctest --test-dir "$build" -N -L gpu | sed -n 's/^ *\(Test *#.*\)$/    \1/p'
+  echo "On a machine with an NVIDIA GPU, scripts/test.sh runs them too."
+fi
