@@ -76,7 +76,8 @@ inline std::int64_t strategy_bytes(rss::Strategy s, const ShapeBuffers& b, std::
     case rss::Strategy::control_no_retention:
     case rss::Strategy::control_ordinary_launch: return n * io * 4;  // x three times, y once
     case rss::Strategy::megakernel_grid:
-    case rss::Strategy::megakernel_row: return n * io * 2 + evicted_elems * io * 2;  // evicted tiles: x 3 times
+    case rss::Strategy::megakernel_row:
+    case rss::Strategy::block_row: return n * io * 2 + evicted_elems * io * 2;  // evicted tiles: x 3 times
   }
   return 0;
 }
@@ -124,9 +125,7 @@ inline rss::Status prepare_strategy(rss::Strategy s, const ShapeBuffers& b, Prep
 /// Every variant the bench knows, in a fixed order (sessions shuffle it per round).
 inline std::vector<Variant> all_variants() {
   std::vector<Variant> v;
-  for (rss::Strategy s : {rss::Strategy::baseline, rss::Strategy::baseline_graph, rss::Strategy::local_fusion,
-                          rss::Strategy::megakernel_grid, rss::Strategy::megakernel_row,
-                          rss::Strategy::control_no_retention, rss::Strategy::control_ordinary_launch}) {
+  for (rss::Strategy s : rss::all_strategies) {
     v.push_back({rss::strategy_name(s), [s](const ShapeBuffers& b, Prepared* p) {
                    return detail::prepare_strategy(s, b, p);
                  }});

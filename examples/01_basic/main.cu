@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -126,19 +127,14 @@ int main() {
   DeviceBuffer x_device(x.size() * sizeof(float));
   check_cuda(cudaMemcpy(x_device.ptr, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(x)");
 
-  constexpr rss::Strategy strategies[] = {
-      rss::Strategy::baseline,        rss::Strategy::baseline_graph,       rss::Strategy::local_fusion,
-      rss::Strategy::megakernel_grid, rss::Strategy::megakernel_row,       rss::Strategy::control_no_retention,
-      rss::Strategy::control_ordinary_launch,
-  };
   int failures = 0;
-  for (rss::Strategy strategy : strategies) {
+  for (rss::Strategy strategy : rss::all_strategies) {
     if (!run_one(strategy, static_cast<const float*>(x_device.ptr), reference)) ++failures;
   }
   if (failures > 0) {
-    std::printf("%d of %zu strategies FAILED\n", failures, sizeof(strategies) / sizeof(strategies[0]));
+    std::printf("%d of %zu strategies FAILED\n", failures, std::size(rss::all_strategies));
     return 1;
   }
-  std::printf("all %zu strategies passed\n", sizeof(strategies) / sizeof(strategies[0]));
+  std::printf("all %zu strategies passed\n", std::size(rss::all_strategies));
   return 0;
 }

@@ -27,6 +27,14 @@ enum class Strategy : int {
   megakernel_row,           // one cooperative launch per batch, row-scoped barrier, exps retained
   control_no_retention,     // megakernel_grid whose last phase recomputes exp from x
   control_ordinary_launch,  // the megakernel's phases as ordinary launches
+  block_row,                // one block per row, row retained in shared memory, one ordinary launch
+};
+
+/// Every strategy, in declaration order: tests, benches and examples iterate this.
+inline constexpr Strategy all_strategies[] = {
+    Strategy::baseline,       Strategy::baseline_graph,       Strategy::local_fusion,
+    Strategy::megakernel_grid, Strategy::megakernel_row,      Strategy::control_no_retention,
+    Strategy::control_ordinary_launch, Strategy::block_row,
 };
 
 constexpr const char* strategy_name(Strategy s) noexcept {
@@ -38,6 +46,7 @@ constexpr const char* strategy_name(Strategy s) noexcept {
     case Strategy::megakernel_row: return "megakernel_row";
     case Strategy::control_no_retention: return "control_no_retention";
     case Strategy::control_ordinary_launch: return "control_ordinary_launch";
+    case Strategy::block_row: return "block_row";
   }
   return "unknown";
 }

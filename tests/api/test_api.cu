@@ -16,12 +16,6 @@ namespace {
 using rss::Status;
 using rss::Strategy;
 
-constexpr Strategy all_strategies[] = {
-    Strategy::baseline,          Strategy::baseline_graph,       Strategy::local_fusion,
-    Strategy::megakernel_grid,   Strategy::megakernel_row,       Strategy::control_no_retention,
-    Strategy::control_ordinary_launch,
-};
-
 /// y's bytes, to prove a refused call wrote nothing.
 std::vector<unsigned char> snapshot(const rss_test::DeviceBuffer& y) {
   std::vector<unsigned char> bytes(y.bytes());
@@ -40,7 +34,7 @@ TEST_CASE("bad arguments get a status and leave y untouched", "[gpu][api]") {
   RSS_TEST_CUDA(cudaMemset(y.get(), 0x5A, y.bytes()));
   const auto before = snapshot(y);
 
-  for (Strategy strategy : all_strategies) {
+  for (Strategy strategy : rss::all_strategies) {
     INFO(rss::strategy_name(strategy));
     std::size_t bytes = 0;
     REQUIRE(rss::workspace_bytes<float>(strategy, rows, cols, &bytes) == Status::success);
@@ -140,7 +134,7 @@ TEST_CASE("without a usable device every strategy says no_device", "[.][no_devic
   const auto* fake_x = reinterpret_cast<const float*>(0x1000);  // never dereferenced: refused before any launch
   auto* fake_y = reinterpret_cast<float*>(0x2000);
   alignas(256) static unsigned char fake_workspace[1];
-  for (Strategy strategy : all_strategies) {
+  for (Strategy strategy : rss::all_strategies) {
     INFO(rss::strategy_name(strategy));
     const Status s = rss::rms_scaled_softmax(strategy, fake_x, fake_y, 4, 4, fake_workspace,
                                              std::size_t{1} << 40);

@@ -17,12 +17,6 @@ namespace {
 
 using rss::Strategy;
 
-constexpr Strategy all_strategies[] = {
-    Strategy::baseline,          Strategy::baseline_graph,       Strategy::local_fusion,
-    Strategy::megakernel_grid,   Strategy::megakernel_row,       Strategy::control_no_retention,
-    Strategy::control_ordinary_launch,
-};
-
 struct Shape {
   std::int64_t rows, cols;
 };
@@ -97,7 +91,7 @@ void check_all_strategies(const std::vector<Shape>& shapes) {
   const double tolerance = rss::reference::tolerance(rss::detail::StorageTraits<T>::dtype);
   for (const Shape& shape : shapes) {
     const Problem<T> problem(shape, rss_test::fresh_seed());
-    for (Strategy strategy : all_strategies) {
+    for (Strategy strategy : rss::all_strategies) {
       INFO(shape.rows << " x " << shape.cols << " " << rss::dtype_name(rss::detail::StorageTraits<T>::dtype) << " "
                       << rss::strategy_name(strategy) << " seed " << problem.seed);
       const double error = run_and_measure(strategy, problem, stream);

@@ -27,7 +27,8 @@ Status workspace_bytes(Strategy strategy, std::int64_t rows, std::int64_t cols, 
     case Strategy::megakernel_grid:
     case Strategy::megakernel_row:
     case Strategy::control_no_retention:
-    case Strategy::control_ordinary_launch: return megakernel_workspace_bytes<T>(rows, cols, bytes);
+    case Strategy::control_ordinary_launch:
+    case Strategy::block_row: return megakernel_workspace_bytes<T>(rows, cols, bytes);
   }
   return Status::invalid_strategy;
 }
@@ -47,7 +48,7 @@ Status rms_scaled_softmax(Strategy strategy, const T* x, T* y, std::int64_t rows
     case Strategy::megakernel_row:
     case Strategy::control_no_retention:
     case Strategy::control_ordinary_launch:
-      return megakernel(strategy, x, y, rows, cols, workspace, workspace_bytes, stream);
+    case Strategy::block_row: return megakernel(strategy, x, y, rows, cols, workspace, workspace_bytes, stream);
   }
   return Status::invalid_strategy;
 }
@@ -78,6 +79,7 @@ Status describe_launches(Strategy strategy, std::int64_t rows, std::int64_t cols
       case Strategy::megakernel_row:
       case Strategy::control_no_retention:
       case Strategy::control_ordinary_launch:
+      case Strategy::block_row:
         RSS_TRY(detail::megakernel::run<T>(strategy, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), rows,
                                            cols, nullptr, dry));
         break;

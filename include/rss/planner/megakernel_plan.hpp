@@ -75,6 +75,9 @@ struct MegakernelPlan {
   std::int64_t evicted_tiles = 0;           // over all rows
   std::int64_t rows_per_launch = 0;         // the last launch may have fewer
   std::int64_t launch_count = 0;            // 0 when rows == 0 or cols == 0
+  /// block_row plans only: a persistent grid of at most this many blocks loops over the launch's rows
+  /// (one block per row, no block waits on another). 0: one group of blocks_per_row blocks per row.
+  std::int64_t max_grid_blocks = 0;
 
   /// Launch i, for i in [0, launch_count); an empty launch outside that range.
   MegakernelLaunch launch(std::int64_t i) const noexcept {
@@ -83,7 +86,9 @@ struct MegakernelPlan {
     l.first_row = i * rows_per_launch;
     const std::int64_t left = rows - l.first_row;
     l.row_count = left < rows_per_launch ? left : rows_per_launch;
-    l.grid_blocks = static_cast<int>(l.row_count * blocks_per_row);
+    std::int64_t grid = l.row_count * blocks_per_row;
+    if (max_grid_blocks > 0 && grid > max_grid_blocks) grid = max_grid_blocks;
+    l.grid_blocks = static_cast<int>(grid);
     return l;
   }
 };
@@ -237,6 +242,53 @@ Status plan_megakernel(const DeviceDesc& d, const MegakernelRequest& req, Occupa
     MegakernelPlan candidate;
     if (!detail::plan_for_max_tile(d, req, max_tile, occupancy, &candidate)) continue;
     if (!found || detail::better_plan(candidate, best)) best = candidate;
+    found = true;
+  }
+  if (!found) return Status::not_admissible;
+  *out = best;
+  return Status::success;
+}
+
+/// Plans strategy block_row: one block per row, the row retained in the block's shared memory, one
+/// ordinary launch whose persistent grid (at most the resident blocks) loops over all rows. No block
+/// waits on another, so nothing here is a co-residency condition; the grid is capped at the resident
+/// blocks only because more would queue behind them. A row longer than the largest tile keeps its first
+/// tile and evicts the rest (recomputed from x), like the megakernel. Candidates as in plan_megakernel;
+/// preference: no eviction, then the most resident blocks, then the larger tile. Same statuses as
+/// plan_megakernel, except that cooperative launch is not needed.
+template <class Occupancy>
+Status plan_block_row(const DeviceDesc& d, const MegakernelRequest& req, Occupancy&& occupancy,
+                      MegakernelPlan* out) noexcept {
+  if (out == nullptr) return Status::null_pointer;
+  if (req.rows < 0 || req.cols < 0) return Status::negative_size;
+  if (req.rows > 0 && req.cols > INT64_MAX / dtype_bytes(req.dtype) / req.rows) return Status::size_overflow;
+  if (req.threads <= 0) return Status::invalid_strategy;
+  MegakernelPlan best;
+  best.rows = req.rows;
+  best.cols = req.cols;
+  best.threads = req.threads;
+  if (req.rows == 0 || req.cols == 0) {
+    *out = best;
+    return Status::success;
+  }
+  if (d.sm_count <= 0) return Status::unsupported_device;
+  bool found = false;
+  for (int target = 1; target <= detail::kMaxTargetBlocksPerSm; ++target) {
+    std::int64_t tile = detail::max_tile_for_target(d, req.static_shared_bytes, target);
+    if (tile == 0) break;
+    if (req.cols < tile) tile = detail::round_up_tile(req.cols);
+    const int bps = occupancy(static_cast<std::size_t>(tile) * detail::kRetainedElemBytes);
+    const std::int64_t resident = detail::resident_for(d, bps);
+    if (resident == 0) continue;
+    MegakernelPlan candidate;
+    detail::fill_plan(&candidate, req, 1, tile, bps, resident, req.rows);
+    candidate.max_grid_blocks = detail::min_i64(resident, req.rows);
+    const bool whole = candidate.evicted_tiles_per_row == 0, best_whole = best.evicted_tiles_per_row == 0;
+    const bool better = !found || (whole != best_whole ? whole
+                                   : candidate.resident_blocks != best.resident_blocks
+                                       ? candidate.resident_blocks > best.resident_blocks
+                                       : candidate.tile_elems > best.tile_elems);
+    if (better) best = candidate;
     found = true;
   }
   if (!found) return Status::not_admissible;

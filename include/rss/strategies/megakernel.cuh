@@ -9,6 +9,8 @@
 //   megakernel_row           row-scoped barrier (only a row's blocks wait for each other), exps retained
 //   control_no_retention     megakernel_grid whose phases 2 and 3 re-read x and recompute exps
 //   control_ordinary_launch  the three phases as three ordinary launches per batch (nothing retained)
+//   block_row                one block per row (its row retained in shared memory), one ordinary launch
+//                            whose persistent grid loops over the rows: no barrier, no co-residency need
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -38,6 +40,7 @@ enum class Sync { grid, row, none };
 struct Params {
   std::int64_t cols;
   std::int64_t first_row;       // first row of this launch
+  std::int64_t rows;            // rows in this launch
   std::int64_t tile_elems;
   std::int64_t tiles_per_row;
   int blocks_per_row;
@@ -48,6 +51,8 @@ struct Params {
 
 /// Phases first_phase..last_phase (1..3) of the rows of one launch. Block k of a row's group owns
 /// tiles k, k + blocks_per_row, ...; with Retain its first tile stays in shared memory across phases.
+/// A grid with fewer groups than rows (block_row's persistent grid) loops over rows; a grid with
+/// barriers has exactly one group per row, so every block makes the same single pass.
 template <class T, Sync S, bool Retain>
 __global__ void __launch_bounds__(threads) kernel(const T* __restrict__ x, T* __restrict__ y, Params p,
                                                   int first_phase, int last_phase) {
@@ -58,53 +63,63 @@ __global__ void __launch_bounds__(threads) kernel(const T* __restrict__ x, T* __
     typename BlockExpSum<threads>::TempStorage sum;
   } storage;
 
-  const std::int64_t local_row = blockIdx.x / p.blocks_per_row;
-  const int k = static_cast<int>(blockIdx.x % p.blocks_per_row);
-  const std::int64_t row_offset = (p.first_row + local_row) * p.cols;
-  RowStatsPartial* row_stats = p.stats + local_row * p.blocks_per_row;
-  float* row_sums = p.sums + local_row * p.blocks_per_row;
+  const int bpr = p.blocks_per_row;
+  const std::int64_t group = blockIdx.x / bpr;  // this block's row group: its partials and barrier slot
+  const int k = static_cast<int>(blockIdx.x % bpr);
+  RowStatsPartial* group_stats = p.stats + group * bpr;
+  float* group_sums = p.sums + group * bpr;
+  // One block per row needs no cross-block partials: its block-wide totals are the row's.
+  const bool row_in_block = bpr == 1 && first_phase == 1 && last_phase == 3;
   const auto tile_size = [&](std::int64_t t) { return min(p.tile_elems, p.cols - t * p.tile_elems); };
   const auto barrier = [&] {
     if constexpr (S == Sync::grid) GridBarrier{}.wait();
-    if constexpr (S == Sync::row) RowBarrier(p.barriers + local_row, static_cast<unsigned>(p.blocks_per_row)).wait();
+    if constexpr (S == Sync::row) RowBarrier(p.barriers + group, static_cast<unsigned>(bpr)).wait();
   };
 
-  if (first_phase <= 1) {
-    RowStatsPartial acc = RowStatsPartial::identity();
-    for (std::int64_t t = k; t < p.tiles_per_row; t += p.blocks_per_row) {
-      float* keep = (Retain && t == k) ? retained : nullptr;
-      acc = CombineRowStats{}(acc, BlockRowStats<threads>::tile(x + row_offset + t * p.tile_elems, tile_size(t),
-                                                                storage.stats, keep));
-    }
-    if (threadIdx.x == 0) row_stats[k] = acc;
-    if (last_phase == 1) return;
-    barrier();
-  }
-
-  const RowScale scale =
-      make_row_scale(BlockRowStats<threads>::combine(row_stats, p.blocks_per_row, storage.stats), p.cols);
-  if (first_phase <= 2) {
-    float sum = 0.0f;
-    for (std::int64_t t = k; t < p.tiles_per_row; t += p.blocks_per_row) {
-      if (Retain && t == k) {
-        sum += BlockExpSum<threads>::retained_tile(retained, tile_size(t), scale, storage.sum);
-      } else {
-        sum += BlockExpSum<threads>::tile(x + row_offset + t * p.tile_elems, tile_size(t), scale, storage.sum);
+  for (std::int64_t local_row = group; local_row < p.rows; local_row += gridDim.x / bpr) {
+    const std::int64_t row_offset = (p.first_row + local_row) * p.cols;
+    RowStatsPartial row_stats = RowStatsPartial::identity();
+    if (first_phase <= 1) {
+      for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
+        float* keep = (Retain && t == k) ? retained : nullptr;
+        row_stats = CombineRowStats{}(row_stats, BlockRowStats<threads>::tile(x + row_offset + t * p.tile_elems,
+                                                                            tile_size(t), storage.stats, keep));
+      }
+      if (!row_in_block) {
+        if (threadIdx.x == 0) group_stats[k] = row_stats;
+        if (last_phase == 1) continue;
+        barrier();
       }
     }
-    if (threadIdx.x == 0) row_sums[k] = sum;
-    if (last_phase == 2) return;
-    barrier();
-  }
+    if (!row_in_block) row_stats = BlockRowStats<threads>::combine(group_stats, bpr, storage.stats);
+    const RowScale scale = make_row_scale(row_stats, p.cols);
 
-  const float inv_sum = 1.0f / BlockExpSum<threads>::combine(row_sums, p.blocks_per_row, storage.sum);
-  for (std::int64_t t = k; t < p.tiles_per_row; t += p.blocks_per_row) {
-    const std::int64_t offset = row_offset + t * p.tile_elems;
-    if (Retain && t == k) {
-      BlockNormalize<threads>::retained_tile(retained, y + offset, tile_size(t), inv_sum);
-    } else {
-      BlockNormalize<threads>::tile(x + offset, y + offset, tile_size(t), scale, inv_sum);
+    float sum = 0.0f;
+    if (first_phase <= 2) {
+      for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
+        if (Retain && t == k) {
+          sum += BlockExpSum<threads>::retained_tile(retained, tile_size(t), scale, storage.sum);
+        } else {
+          sum += BlockExpSum<threads>::tile(x + row_offset + t * p.tile_elems, tile_size(t), scale, storage.sum);
+        }
+      }
+      if (!row_in_block) {
+        if (threadIdx.x == 0) group_sums[k] = sum;
+        if (last_phase == 2) continue;
+        barrier();
+      }
     }
+    if (!row_in_block) sum = BlockExpSum<threads>::combine(group_sums, bpr, storage.sum);
+    const float inv_sum = 1.0f / sum;
+    for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
+      const std::int64_t offset = row_offset + t * p.tile_elems;
+      if (Retain && t == k) {
+        BlockNormalize<threads>::retained_tile(retained, y + offset, tile_size(t), inv_sum);
+      } else {
+        BlockNormalize<threads>::tile(x + offset, y + offset, tile_size(t), scale, inv_sum);
+      }
+    }
+    if (Retain) __syncthreads();  // the next row overwrites the retained tile
   }
 }
 
@@ -128,6 +143,7 @@ Status variant_of(Strategy s, Variant<T>* v) {
     case Strategy::control_ordinary_launch:
       *v = {kernel<T, Sync::none, false>, "megakernel::phase", false, true};
       break;
+    case Strategy::block_row: *v = {kernel<T, Sync::none, true>, "megakernel::block_row", false, false}; break;
     default: return Status::invalid_strategy;
   }
   return Status::success;
@@ -177,7 +193,8 @@ Status make_plan(Strategy strategy, std::int64_t rows, std::int64_t cols, Megake
     if (!ok(s)) occupancy_status = s;
     return ok(s) ? blocks : 0;
   };
-  const Status planned = plan_megakernel(desc, request, occupancy, plan);
+  const Status planned = strategy == Strategy::block_row ? plan_block_row(desc, request, occupancy, plan)
+                                                          : plan_megakernel(desc, request, occupancy, plan);
   RSS_TRY(occupancy_status);
   return planned;
 }
@@ -216,7 +233,7 @@ Status launch_plan(Strategy strategy, const MegakernelPlan& plan, const T* x, T*
   if (launch.record != nullptr) launch.record->evicted_tiles += plan.evicted_tiles;
   for (std::int64_t i = 0; i < plan.launch_count; ++i) {
     const MegakernelLaunch l = plan.launch(i);
-    const Params p{plan.cols, l.first_row, plan.tile_elems, plan.tiles_per_row, plan.blocks_per_row,
+    const Params p{plan.cols, l.first_row, l.row_count, plan.tile_elems, plan.tiles_per_row, plan.blocks_per_row,
                    w.stats, w.sums, w.barriers};
     const auto grid = static_cast<unsigned>(l.grid_blocks);
     if (v.three_launches) {
