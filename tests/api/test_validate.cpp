@@ -1,0 +1,99 @@
+// Host-only parts of the API, testable without a GPU: argument validation, workspace carving,
+// launch metadata counting and status messages.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "rss/api/launch_info.hpp"
+#include "rss/api/validate.hpp"
+#include "rss/detail/workspace.hpp"
+#include "rss/status.hpp"
+#include "rss/types.hpp"
+
+using rss::Status;
+
+TEST_CASE("shape validation refuses negative sizes and 64-bit overflow, accepts empty problems", "[api][validate]") {
+  CHECK(rss::validate_shape(-1, 5, 4) == Status::negative_size);
+  CHECK(rss::validate_shape(5, -1, 4) == Status::negative_size);
+  CHECK(rss::validate_shape(0, 5, 4) == Status::success);
+  CHECK(rss::validate_shape(5, 0, 4) == Status::success);
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  CHECK(rss::validate_shape(max, 2, 1) == Status::size_overflow);
+  CHECK(rss::validate_shape(std::int64_t{1} << 31, std::int64_t{1} << 31, 4) == Status::size_overflow);  // 2^62 * 4 bytes
+  CHECK(rss::validate_shape(std::int64_t{1} << 31, std::int64_t{1} << 30, 4) == Status::size_overflow);  // 2^63 bytes
+  CHECK(rss::validate_shape(std::int64_t{1} << 30, std::int64_t{1} << 30, 4) == Status::success);        // 2^62 bytes
+  CHECK(rss::validate_shape(std::int64_t{1} << 31, std::int64_t{1} << 31, 1) == Status::success);
+}
+
+TEST_CASE("call validation checks pointers and the workspace in a fixed order", "[api][validate]") {
+  alignas(256) static unsigned char buffer[1024];
+  const void* x = buffer;
+  void* y = buffer + 256;
+  void* ws = buffer + 512;
+  CHECK(rss::validate_call(x, y, 2, 3, 4, ws, 256, 256) == Status::success);
+  CHECK(rss::validate_call(nullptr, y, 2, 3, 4, ws, 256, 256) == Status::null_pointer);
+  CHECK(rss::validate_call(x, nullptr, 2, 3, 4, ws, 256, 256) == Status::null_pointer);
+  CHECK(rss::validate_call(x, y, 2, 3, 4, nullptr, 256, 256) == Status::null_pointer);
+  CHECK(rss::validate_call(x, y, 2, 3, 4, ws, 255, 256) == Status::workspace_too_small);
+  CHECK(rss::validate_call(x, y, 2, 3, 4, buffer + 513, 256, 256) == Status::misaligned_workspace);
+  CHECK(rss::validate_call(x, y, 2, 3, 4, nullptr, 0, 0) == Status::success);  // no workspace needed
+  CHECK(rss::validate_call(x, y, -2, 3, 4, ws, 256, 256) == Status::negative_size);  // sizes before pointers
+  CHECK(rss::validate_call(nullptr, nullptr, 0, 3, 4, nullptr, 0, 256) == Status::success);
+}
+
+TEST_CASE("the workspace carver answers the size query and lays out aligned buffers identically", "[api][workspace]") {
+  rss::detail::WorkspaceCarver counter;
+  counter.take<float>(10);
+  counter.take<double>(3);
+  counter.take<char>(1);
+  REQUIRE_FALSE(counter.overflowed());
+  CHECK(counter.bytes() == 3 * rss::workspace_alignment);
+
+  alignas(256) static unsigned char base[3 * 256];
+  rss::detail::WorkspaceCarver carver(base);
+  auto* a = carver.take<float>(10);
+  auto* b = carver.take<double>(3);
+  auto* c = carver.take<char>(1);
+  CHECK(reinterpret_cast<unsigned char*>(a) == base);
+  CHECK(reinterpret_cast<unsigned char*>(b) == base + 256);
+  CHECK(reinterpret_cast<unsigned char*>(c) == base + 512);
+  CHECK(carver.bytes() == counter.bytes());
+
+  rss::detail::WorkspaceCarver huge;
+  huge.take<double>(std::numeric_limits<std::int64_t>::max());
+  CHECK(huge.overflowed());
+}
+
+TEST_CASE("launch lists count every launch, store the first ones, and count a graph as one host launch", "[api][launch]") {
+  rss::LaunchList list;
+  for (int i = 0; i < rss::LaunchList::capacity + 5; ++i) list.add({"k", 1, 32, 0, i == 3, 0});
+  CHECK(list.size == rss::LaunchList::capacity);
+  CHECK(list.kernels == rss::LaunchList::capacity + 5);
+  CHECK(list.host_launches == rss::LaunchList::capacity + 5);
+  CHECK(list.any_cooperative());
+  rss::LaunchList graph;
+  graph.graph = true;
+  for (int i = 0; i < 9; ++i) graph.add({"node", 1, 32, 0, false, 0});
+  CHECK(graph.kernels == 9);
+  CHECK(graph.host_launches == 0);  // the caller records the one graph launch
+  CHECK_FALSE(graph.any_cooperative());
+}
+
+TEST_CASE("every status and strategy has a distinct, non-empty name", "[api][status]") {
+  std::set<std::string> messages;
+  for (int s = 0; s <= static_cast<int>(Status::cuda_error); ++s) {
+    const char* m = rss::status_message(static_cast<Status>(s));
+    REQUIRE(m != nullptr);
+    CHECK(std::strlen(m) > 0);
+    messages.insert(m);
+  }
+  CHECK(messages.size() == static_cast<std::size_t>(Status::cuda_error) + 1);
+  std::set<std::string> names;
+  for (rss::Strategy s : rss::all_strategies) names.insert(rss::strategy_name(s));
+  CHECK(names.size() == sizeof(rss::all_strategies) / sizeof(rss::all_strategies[0]));
+  CHECK(names.count("unknown") == 0);
+}
