@@ -5,6 +5,10 @@
 //                                                 one measurement session as SPEC §4 describes it:
 //                                                 per shape, rounds; per round every variant once, in
 //                                                 an order shuffled from the recorded seed; raw samples
+//   rss_bench --pilot --session=1 --out=pilot.json   the same protocol over the tuning candidates
+//                                                 (cluster_row configurations, megakernels, block_row):
+//                                                 its records feed the tuning tables in rss/tuning/
+//   --shapes=4096x4096,1x131072:bf16              a subset of shapes (default: bench/shapes.hpp)
 //
 // Main metric: host completion time of a warm call (launch call to completion seen on the host).
 // Second figure: one batched CUDA event interval per round, divided by the calls it spans.
@@ -44,30 +48,71 @@ void die(const char* what, cudaError_t err) {
 
 struct Options {
   int session = 0;  // 0: suite mode
+  bool pilot = false;
   int rounds = 10, iterations = 30, warmup = 5;
   std::uint64_t seed = 1, fixture_seed = 42;
   std::string shape_order = "forward", out = "records.json", shapes;
 };
+
+/// x as stored in `dtype`, converted back to float (what the kernels and the reference see).
+std::vector<float> stored_values(const std::vector<float>& x, rss::DType dtype, std::vector<unsigned char>* raw) {
+  std::vector<float> seen(x.size());
+  const std::size_t eb = static_cast<std::size_t>(rss::dtype_bytes(dtype));
+  raw->resize(x.size() * eb);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (dtype == rss::DType::fp32) {
+      std::memcpy(raw->data() + i * 4, &x[i], 4);
+      seen[i] = x[i];
+    } else if (dtype == rss::DType::bf16) {
+      const __nv_bfloat16 h = __float2bfloat16_rn(x[i]);
+      std::memcpy(raw->data() + i * 2, &h, 2);
+      seen[i] = __bfloat162float(h);
+    } else {
+      const __half h = __float2half_rn(x[i]);
+      std::memcpy(raw->data() + i * 2, &h, 2);
+      seen[i] = __half2float(h);
+    }
+  }
+  return seen;
+}
+
+float stored_to_float(const unsigned char* p, rss::DType dtype) {
+  if (dtype == rss::DType::fp32) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  if (dtype == rss::DType::bf16) {
+    __nv_bfloat16 h;
+    std::memcpy(&h, p, 2);
+    return __bfloat162float(h);
+  }
+  __half h;
+  std::memcpy(&h, p, 2);
+  return __half2float(h);
+}
 
 /// The current shape's device buffers, host input, reference and prepared variants. Only one shape
 /// is alive at a time: the largest needs several GB.
 struct ShapeState {
   Shape shape;
   ShapeBuffers buffers;
-  std::vector<float> x_host;
+  std::vector<float> x_seen;  // the input as the kernels see it (after storage rounding)
   std::vector<double> reference;
+  std::vector<Variant> variants;
   std::map<std::string, Prepared> prepared;
   std::map<std::string, double> error;
 
   ShapeState(Shape s, std::uint64_t fixture_seed, int sm_count) : shape(s) {
     buffers.rows = s.rows;
     buffers.cols = s.cols;
+    buffers.dtype = s.dtype;
     buffers.sm_count = sm_count;
-    const std::size_t n = static_cast<std::size_t>(s.rows * s.cols);
-    x_host = fixture(fixture_seed, s.rows, s.cols);
-    BENCH_CUDA(cudaMalloc(&buffers.x, n * sizeof(float)));
-    BENCH_CUDA(cudaMalloc(&buffers.y, n * sizeof(float)));
-    BENCH_CUDA(cudaMemcpy(buffers.x, x_host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    std::vector<unsigned char> raw;
+    x_seen = stored_values(fixture(fixture_seed, s.rows, s.cols), s.dtype, &raw);
+    BENCH_CUDA(cudaMalloc(&buffers.x, raw.size()));
+    BENCH_CUDA(cudaMalloc(&buffers.y, raw.size()));
+    BENCH_CUDA(cudaMemcpy(buffers.x, raw.data(), raw.size(), cudaMemcpyHostToDevice));
   }
   ~ShapeState() {
     prepared.clear();  // graphs and plans go before the memory they point to
@@ -76,17 +121,22 @@ struct ShapeState {
     cudaFree(buffers.y);
   }
 
+  std::size_t bytes() const { return x_seen.size() * static_cast<std::size_t>(rss::dtype_bytes(shape.dtype)); }
+
   /// Worst row error of a variant's output against the double-precision reference (y poisoned first).
   double check(const Prepared& p, cudaStream_t stream) {
     if (reference.empty()) {
-      reference.resize(x_host.size());
-      rss::reference::rms_scaled_softmax(x_host.data(), reference.data(), shape.rows, shape.cols);
+      reference.resize(x_seen.size());
+      rss::reference::rms_scaled_softmax(x_seen.data(), reference.data(), shape.rows, shape.cols);
     }
-    BENCH_CUDA(cudaMemset(buffers.y, 0xFF, x_host.size() * sizeof(float)));
+    BENCH_CUDA(cudaMemset(buffers.y, 0xFF, bytes()));
     if (p.run(stream) != rss::Status::success) return -1.0;
     BENCH_CUDA(cudaStreamSynchronize(stream));
-    std::vector<float> y(x_host.size());
-    BENCH_CUDA(cudaMemcpy(y.data(), buffers.y, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<unsigned char> raw(bytes());
+    BENCH_CUDA(cudaMemcpy(raw.data(), buffers.y, raw.size(), cudaMemcpyDeviceToHost));
+    std::vector<float> y(x_seen.size());
+    const std::size_t eb = static_cast<std::size_t>(rss::dtype_bytes(shape.dtype));
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = stored_to_float(raw.data() + i * eb, shape.dtype);
     return rss::reference::max_row_relative_error(y.data(), reference.data(), shape.rows, shape.cols);
   }
 };
@@ -96,12 +146,23 @@ cudaStream_t g_stream = nullptr;
 int g_sm_count = 0;
 std::unique_ptr<ShapeState> g_shape;
 std::vector<Record> g_records;
-std::vector<Variant> g_variants;
+
+/// The variants measured on a shape: every strategy and the floor, or the pilot's candidates.
+std::vector<Variant> variants_for(const Shape& s) {
+  if (!g_options.pilot) return all_variants();
+  ShapeBuffers b;
+  b.rows = s.rows;
+  b.cols = s.cols;
+  b.dtype = s.dtype;
+  b.sm_count = g_sm_count;
+  return pilot_variants(b);
+}
 
 ShapeState& shape_state(const Shape& s) {
-  if (!g_shape || g_shape->shape.rows != s.rows || g_shape->shape.cols != s.cols) {
+  if (!g_shape || g_shape->shape.label() != s.label()) {
     g_shape.reset();
     g_shape = std::make_unique<ShapeState>(s, g_options.fixture_seed, g_sm_count);
+    g_shape->variants = variants_for(s);
   }
   return *g_shape;
 }
@@ -120,7 +181,7 @@ const Prepared* prepared(ShapeState& state, const Variant& v, std::string* failu
     state.error[v.name] = v.name == "copy_floor" ? 0.0 : state.check(it->second, g_stream);
   }
   const double err = state.error[v.name];
-  if (!(err >= 0.0 && err <= rss::reference::fp32_tolerance)) {
+  if (!(err >= 0.0 && err <= rss::reference::tolerance(state.shape.dtype))) {
     *failure = "output does not match the reference (max row error " + std::to_string(err) + ")";
     return nullptr;
   }
@@ -182,7 +243,7 @@ void set_counters(benchmark::State& st, const Prepared& p, std::int64_t floor_by
 void run_variant(benchmark::State& st, Shape shape, std::size_t variant, int round, int position) {
   ShapeState& state = shape_state(shape);
   std::string failure;
-  const Prepared* p = prepared(state, g_variants[variant], &failure);
+  const Prepared* p = prepared(state, state.variants[variant], &failure);
   if (p == nullptr) {
     st.SkipWithError(failure.c_str());
     for (auto _ : st) {
@@ -190,12 +251,13 @@ void run_variant(benchmark::State& st, Shape shape, std::size_t variant, int rou
     return;
   }
   const Measurement m = measure(st, *p, g_options.iterations);
-  set_counters(st, *p, 2 * shape.rows * shape.cols * static_cast<std::int64_t>(sizeof(float)));
+  set_counters(st, *p, 2 * static_cast<std::int64_t>(state.bytes()));
   if (g_options.session == 0) return;
   Record r;
   r.rows = shape.rows;
   r.cols = shape.cols;
-  r.variant = g_variants[variant].name;
+  r.dtype = rss::dtype_name(shape.dtype);
+  r.variant = state.variants[variant].name;
   r.round = round;
   r.position = position;
   r.host_us = m.host_us;
@@ -242,11 +304,21 @@ std::vector<Shape> selected_shapes() {
       const std::size_t comma = g_options.shapes.find(',', pos);
       const std::string item = g_options.shapes.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
       long long r = 0, c = 0;
-      if (std::sscanf(item.c_str(), "%lldx%lld", &r, &c) != 2) {
-        std::fprintf(stderr, "rss_bench: bad shape '%s' (want ROWSxCOLS)\n", item.c_str());
+      char dtype[8] = "fp32";
+      const int fields = std::sscanf(item.c_str(), "%lldx%lld:%7s", &r, &c, dtype);
+      Shape shape{r, c, rss::DType::fp32};
+      bool known = false;
+      for (const rss::DType d : {rss::DType::fp32, rss::DType::bf16, rss::DType::fp16}) {
+        if (std::strcmp(dtype, rss::dtype_name(d)) == 0) {
+          shape.dtype = d;
+          known = true;
+        }
+      }
+      if (fields < 2 || !known || r < 1 || c < 1) {
+        std::fprintf(stderr, "rss_bench: bad shape '%s' (want ROWSxCOLS or ROWSxCOLS:fp32|bf16|fp16)\n", item.c_str());
         std::exit(2);
       }
-      shapes.push_back({r, c});
+      shapes.push_back(shape);
       if (comma == std::string::npos) break;
       pos = comma + 1;
     }
@@ -260,18 +332,20 @@ std::vector<Shape> selected_shapes() {
 std::size_t register_session(const std::vector<Shape>& shapes) {
   std::size_t count = 0;
   for (std::size_t si = 0; si < shapes.size(); ++si) {
+    const std::vector<Variant> variants = variants_for(shapes[si]);
     for (int round = 0; round < g_options.rounds; ++round) {
-      std::vector<std::size_t> order(g_variants.size());
+      std::vector<std::size_t> order(variants.size());
       for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::mt19937_64 rng(splitmix64(g_options.seed ^ (static_cast<std::uint64_t>(g_options.session) << 56) ^
                                      (static_cast<std::uint64_t>(shapes[si].rows) << 32) ^
                                      static_cast<std::uint64_t>(shapes[si].cols) ^
-                                     (static_cast<std::uint64_t>(round) << 20)));
+                                     (static_cast<std::uint64_t>(round) << 20) ^
+                                     (static_cast<std::uint64_t>(shapes[si].dtype) << 62)));
       std::shuffle(order.begin(), order.end(), rng);
       for (std::size_t pos = 0; pos < order.size(); ++pos) {
         const Shape shape = shapes[si];
         const std::size_t v = order[pos];
-        const std::string name = shape.label() + "/round" + std::to_string(round) + "/" + g_variants[v].name;
+        const std::string name = shape.label() + "/round" + std::to_string(round) + "/" + variants[v].name;
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
           run_variant(st, shape, v, round, static_cast<int>(pos));
         })->Iterations(g_options.iterations)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -284,8 +358,9 @@ std::size_t register_session(const std::vector<Shape>& shapes) {
 
 void register_suite(const std::vector<Shape>& shapes) {
   for (const Shape& shape : shapes) {
-    for (std::size_t v = 0; v < g_variants.size(); ++v) {
-      const std::string name = shape.label() + "/" + g_variants[v].name;
+    const std::vector<Variant> variants = variants_for(shape);
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      const std::string name = shape.label() + "/" + variants[v].name;
       benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { run_variant(st, shape, v, 0, 0); })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
@@ -305,7 +380,8 @@ void parse_options(int* argc, char** argv) {
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
     std::string v;
-    if (take_option(argv[i], "--session", &v)) g_options.session = std::atoi(v.c_str());
+    if (std::strcmp(argv[i], "--pilot") == 0) g_options.pilot = true;
+    else if (take_option(argv[i], "--session", &v)) g_options.session = std::atoi(v.c_str());
     else if (take_option(argv[i], "--rounds", &v)) g_options.rounds = std::atoi(v.c_str());
     else if (take_option(argv[i], "--iterations", &v)) g_options.iterations = std::atoi(v.c_str());
     else if (take_option(argv[i], "--warmup", &v)) g_options.warmup = std::atoi(v.c_str());
@@ -347,6 +423,11 @@ SessionContext session_context() {
   c.seed = g_options.seed;
   c.fixture_seed = g_options.fixture_seed;
   c.shape_order = g_options.shape_order;
+  c.dtypes.clear();
+  for (const Shape& s : selected_shapes()) {
+    const std::string d = rss::dtype_name(s.dtype);
+    if (c.dtypes.find(d) == std::string::npos) c.dtypes += (c.dtypes.empty() ? "" : ",") + d;
+  }
   c.fixture_generator = fixture_generator;
   for (int k = 0; k < 8; ++k) {
     const float v = fixture_element(g_options.fixture_seed, static_cast<std::uint64_t>(k));
@@ -373,7 +454,6 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   BENCH_CUDA(cudaDeviceGetAttribute(&g_sm_count, cudaDevAttrMultiProcessorCount, 0));
   BENCH_CUDA(cudaFree(nullptr));  // create the context before anything is timed
-  g_variants = all_variants();
 
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

@@ -10,6 +10,7 @@ namespace rss_bench {
 
 struct Record {
   std::int64_t rows = 0, cols = 0;
+  std::string dtype = "fp32";
   std::string variant;
   int round = 0, position = 0;
   std::vector<double> host_us, device_us;
@@ -26,6 +27,7 @@ struct SessionContext {
   int rounds = 0, iterations = 0, warmup = 0;
   std::uint64_t seed = 0, fixture_seed = 0;
   std::string shape_order, fixture_generator, first_elements;
+  std::string dtypes = "fp32";  // comma list of the storage types the session measured
 };
 
 inline std::string json_number(double v) {
@@ -49,20 +51,20 @@ inline bool write_records(const std::string& path, const SessionContext& c, cons
                " \"context\": {\"gpu\": \"%s\", \"uuid\": \"%s\", \"driver\": \"%s\", \"toolkit\": \"%s\", "
                "\"sm_count\": %d, \"clocks_start\": {}, \"clocks_end\": {}, \"source_hash\": \"\",\n"
                "  \"config\": {\"rounds\": %d, \"iterations\": %d, \"warmup\": %d, \"seed\": %llu, "
-               "\"shape_order\": \"%s\", \"dtype\": \"fp32\"},\n"
+               "\"shape_order\": \"%s\", \"dtype\": \"%s\"},\n"
                "  \"fixture\": {\"seed\": %llu, \"generator\": \"%s\", \"hash\": \"\", \"first_elements\": \"%s\"}},\n",
                c.gpu.c_str(), c.uuid.c_str(), c.driver.c_str(), c.toolkit.c_str(), c.sm_count, c.rounds, c.iterations,
-               c.warmup, static_cast<unsigned long long>(c.seed), c.shape_order.c_str(),
+               c.warmup, static_cast<unsigned long long>(c.seed), c.shape_order.c_str(), c.dtypes.c_str(),
                static_cast<unsigned long long>(c.fixture_seed), c.fixture_generator.c_str(), c.first_elements.c_str());
   std::fprintf(f, " \"records\": [\n");
   for (std::size_t i = 0; i < records.size(); ++i) {
     const Record& r = records[i];
     std::fprintf(f,
-                 "  {\"rows\": %lld, \"cols\": %lld, \"dtype\": \"fp32\", \"variant\": \"%s\", \"round\": %d, "
+                 "  {\"rows\": %lld, \"cols\": %lld, \"dtype\": \"%s\", \"variant\": \"%s\", \"round\": %d, "
                  "\"position\": %d, \"kernels\": %lld, \"launches\": %lld, \"cooperative\": %s, "
                  "\"active_blocks_per_sm\": %s, \"logical_bytes\": %lld, \"evicted_tiles\": %lld, "
                  "\"max_rel_err\": %s,\n   \"host_us\": %s,\n   \"device_us\": %s}%s\n",
-                 static_cast<long long>(r.rows), static_cast<long long>(r.cols), r.variant.c_str(), r.round,
+                 static_cast<long long>(r.rows), static_cast<long long>(r.cols), r.dtype.c_str(), r.variant.c_str(), r.round,
                  r.position, static_cast<long long>(r.kernels), static_cast<long long>(r.launches),
                  r.cooperative ? "true" : "false",
                  r.active_blocks_per_sm > 0 ? std::to_string(r.active_blocks_per_sm).c_str() : "null",

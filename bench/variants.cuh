@@ -15,11 +15,13 @@
 
 namespace rss_bench {
 
-/// Device buffers of one shape: the input and the output (each variant owns its workspace).
+/// Device buffers of one shape: the input and the output in the shape's storage type (each
+/// variant owns its workspace).
 struct ShapeBuffers {
   std::int64_t rows = 0, cols = 0;
-  float* x = nullptr;
-  float* y = nullptr;
+  rss::DType dtype = rss::DType::fp32;
+  void* x = nullptr;
+  void* y = nullptr;
   int sm_count = 0;
 };
 
@@ -53,6 +55,7 @@ struct Prepared {
   std::int64_t logical_bytes = 0;  // global-memory bytes the algorithm reads and writes (not HBM traffic)
   std::shared_ptr<Workspace> workspace;
   std::shared_ptr<void> state;     // keeps a graph or a plan alive while `run` may be called
+  rss::Strategy ran = rss::Strategy::automatic;  // the concrete strategy run() launches (rss variants)
 };
 
 struct Variant {
@@ -63,85 +66,131 @@ struct Variant {
 namespace detail {
 
 inline std::int64_t elements(const ShapeBuffers& b) { return b.rows * b.cols; }
+inline std::int64_t element_bytes(const ShapeBuffers& b) { return rss::dtype_bytes(b.dtype); }
 
 /// Logical bytes of each rss strategy: x reads, y writes and full-size intermediates.
 inline std::int64_t strategy_bytes(rss::Strategy s, const ShapeBuffers& b, std::int64_t evicted_elems) {
-  const std::int64_t n = elements(b), io = static_cast<std::int64_t>(sizeof(float));
+  const std::int64_t n = elements(b), io = element_bytes(b);
   switch (s) {
     case rss::Strategy::baseline:
     case rss::Strategy::baseline_graph:
-      // square r x w4, mean r4, max r x, shift r x w4, scale r4 w4, exp r4 w4, sum r4, divide r4 w y
-      return n * (io + 4 + 4 + io + io + 4 + 4 + 4 + 4 + 4 + 4 + 4 + io);
+      // square r x w8, mean r8, max r x, shift r x w8, scale r8 w4, exp r4 w4, sum r4, divide r4 w y
+      return n * (io + 8 + 8 + io + io + 8 + 8 + 4 + 4 + 4 + 4 + 4 + io);
     case rss::Strategy::local_fusion:
     case rss::Strategy::control_no_retention:
     case rss::Strategy::control_ordinary_launch: return n * io * 4;  // x three times, y once
     case rss::Strategy::megakernel_grid:
     case rss::Strategy::megakernel_row:
     case rss::Strategy::block_row: return n * io * 2 + evicted_elems * io * 2;  // evicted tiles: x 3 times
+    case rss::Strategy::cluster_row: return n * io * 2;
+    case rss::Strategy::automatic: return 0;  // replaced by the bytes of the strategy it picked
   }
   return 0;
 }
 
-inline rss::Status prepare_strategy(rss::Strategy s, const ShapeBuffers& b, Prepared* p) {
-  const float* x = b.x;
-  float* y = b.y;
-  const std::int64_t rows = b.rows, cols = b.cols;
+/// Prepares strategy `s` (automatic included) through rss::Operator: initialisation (planning,
+/// graph capture, workspace preparation) here, only launches in run(). `cluster` forces a
+/// cluster_row configuration (the pilot mode).
+template <class T>
+rss::Status prepare_typed(rss::Strategy s, const ShapeBuffers& b, const rss::ClusterConfig* cluster, Prepared* p) {
+  const T* x = static_cast<const T*>(b.x);
+  T* y = static_cast<T*>(b.y);
+  const rss::Layout layout = rss::Layout::contiguous(b.rows, b.cols);
   std::size_t bytes = 0;
-  RSS_TRY(rss::workspace_bytes<float>(s, rows, cols, &bytes));
+  RSS_TRY(rss::workspace_bytes<T>(s, b.rows, b.cols, &bytes));
   p->workspace = std::make_shared<Workspace>(bytes);
   if (!p->workspace->ok()) return rss::Status::cuda_error;
-  void* ws = p->workspace->get();
-  std::int64_t evicted_elems = 0;
-  switch (s) {
-    case rss::Strategy::baseline:
-      p->run = [=](cudaStream_t st) { return rss::baseline(x, y, rows, cols, ws, bytes, st); };
-      break;
-    case rss::Strategy::local_fusion:
-      p->run = [=](cudaStream_t st) { return rss::local_fusion(x, y, rows, cols, ws, bytes, st); };
-      break;
-    case rss::Strategy::baseline_graph: {
-      auto graph = std::make_shared<rss::BaselineGraph<float>>();
-      RSS_TRY(graph->capture(x, y, rows, cols, ws, bytes));
-      p->run = [g = graph.get()](cudaStream_t st) { return g->replay(st); };
-      p->state = graph;
-      break;
-    }
-    default: {
-      auto op = std::make_shared<rss::Megakernel<float>>();
-      RSS_TRY(op->initialize(s, x, y, rows, cols, ws, bytes));
-      p->run = [o = op.get()](cudaStream_t st) { return o->run(st); };
-      p->state = op;
-      evicted_elems = op->plan().evicted_tiles * op->plan().tile_elems;
-      break;
-    }
+  if (cluster != nullptr) {
+    auto op = std::make_shared<rss::ClusterRow<T>>();
+    RSS_TRY(op->initialize(x, y, layout, cluster));
+    if (!(op->plan().config == *cluster)) return rss::Status::invalid_strategy;  // did not fit: not this config
+    p->run = [o = op.get()](cudaStream_t st) { return o->run(st); };
+    RSS_TRY(op->describe(&p->launches));
+    p->state = op;
+    p->logical_bytes = strategy_bytes(rss::Strategy::cluster_row, b, 0);
+    return rss::Status::success;
   }
-  RSS_TRY(rss::describe_launches<float>(s, rows, cols, &p->launches));
-  p->logical_bytes = strategy_bytes(s, b, evicted_elems);
+  auto op = std::make_shared<rss::Operator<T>>();
+  RSS_TRY(op->initialize(s, x, y, layout, p->workspace->get(), bytes));
+  p->run = [o = op.get()](cudaStream_t st) { return o->run(st); };
+  RSS_TRY(op->describe(&p->launches));
+  p->state = op;
+  const rss::MegakernelPlan& plan = op->megakernel_plan();
+  p->logical_bytes = strategy_bytes(op->strategy(), b, plan.evicted_tiles * plan.tile_elems);
+  p->ran = op->strategy();
   return rss::Status::success;
+}
+
+inline rss::Status prepare_strategy(rss::Strategy s, const ShapeBuffers& b, const rss::ClusterConfig* cluster,
+                                    Prepared* p) {
+  switch (b.dtype) {
+    case rss::DType::fp32: return prepare_typed<float>(s, b, cluster, p);
+    case rss::DType::bf16: return prepare_typed<__nv_bfloat16>(s, b, cluster, p);
+    case rss::DType::fp16: return prepare_typed<__half>(s, b, cluster, p);
+  }
+  return rss::Status::invalid_strategy;
+}
+
+inline Variant copy_floor_variant() {
+  return {"copy_floor", [](const ShapeBuffers& b, Prepared* p) {
+            const std::int64_t bytes = elements(b) * element_bytes(b);
+            const int sms = b.sm_count;
+            p->run = [=](cudaStream_t st) {
+              return cudaSuccess == copy_floor(b.x, b.y, bytes, sms, st) ? rss::Status::success
+                                                                         : rss::Status::cuda_error;
+            };
+            p->launches = rss::LaunchList{};
+            p->launches.add({"copy_floor", 0, copy_threads, 0, false, 0});
+            p->logical_bytes = 2 * bytes;
+            return rss::Status::success;
+          }};
 }
 
 }  // namespace detail
 
-/// Every variant the bench knows, in a fixed order (sessions shuffle it per round).
+/// Every variant the bench knows, in a fixed order (sessions shuffle it per round): each strategy,
+/// automatic, and the copy floor.
 inline std::vector<Variant> all_variants() {
   std::vector<Variant> v;
   for (rss::Strategy s : rss::all_strategies) {
     v.push_back({rss::strategy_name(s), [s](const ShapeBuffers& b, Prepared* p) {
-                   return detail::prepare_strategy(s, b, p);
+                   return detail::prepare_strategy(s, b, nullptr, p);
                  }});
   }
-  v.push_back({"copy_floor", [](const ShapeBuffers& b, Prepared* p) {
-                 const std::int64_t bytes = detail::elements(b) * static_cast<std::int64_t>(sizeof(float));
-                 const int sms = b.sm_count;
-                 p->run = [=](cudaStream_t st) {
-                   return cudaSuccess == copy_floor(b.x, b.y, bytes, sms, st) ? rss::Status::success
-                                                                              : rss::Status::cuda_error;
-                 };
-                 p->launches = rss::LaunchList{};
-                 p->launches.add({"copy_floor", 0, copy_threads, 0, false, 0});
-                 p->logical_bytes = 2 * bytes;
-                 return rss::Status::success;
+  v.push_back({rss::strategy_name(rss::Strategy::automatic), [](const ShapeBuffers& b, Prepared* p) {
+                 return detail::prepare_strategy(rss::Strategy::automatic, b, nullptr, p);
                }});
+  v.push_back(detail::copy_floor_variant());
+  return v;
+}
+
+/// The pilot mode's candidates: cluster_row under every instantiated configuration that fits the
+/// shape (named cluster_row:THREADSxELEMSxCLUSTER), the megakernels and block_row, and the copy floor.
+inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
+  std::vector<Variant> v;
+  for (rss::Strategy s : {rss::Strategy::megakernel_grid, rss::Strategy::megakernel_row, rss::Strategy::block_row,
+                          rss::Strategy::local_fusion}) {
+    v.push_back({rss::strategy_name(s), [s](const ShapeBuffers& b, Prepared* p) {
+                   return detail::prepare_strategy(s, b, nullptr, p);
+                 }});
+  }
+  const rss::ClusterLimits limits = rss::hopper_cluster_limits(shape.sm_count);
+  for (const int threads : rss::cluster_row_threads) {
+    for (const int elems : rss::cluster_row_elems) {
+      for (const int cluster : {1, 2, 3, 4, 6, 8, 12, 16}) {
+        const rss::ClusterConfig c{threads, elems, cluster};
+        if (!rss::cluster_config_fits(c, shape.cols, shape.dtype, limits.max_cluster_size)) continue;
+        // Only configurations within 2x of the tightest cluster: far larger ones leave most threads idle.
+        if (static_cast<std::int64_t>(threads) * elems * cluster > 2 * shape.cols + 16384) continue;
+        const std::string name = "cluster_row:" + std::to_string(threads) + "x" + std::to_string(elems) + "x" +
+                                 std::to_string(cluster);
+        v.push_back({name, [c](const ShapeBuffers& b, Prepared* p) {
+                       return detail::prepare_strategy(rss::Strategy::cluster_row, b, &c, p);
+                     }});
+      }
+    }
+  }
+  v.push_back(detail::copy_floor_variant());
   return v;
 }
 

@@ -80,6 +80,7 @@ def main(argv=None):
     ap.add_argument("--shapes", default="", help="comma list ROWSxCOLS (default: every SPEC §3 shape)")
     ap.add_argument("--raw", default=os.path.join(TREE, "bench", "results", "raw"))
     ap.add_argument("--results", default=os.path.join(TREE, "bench", "results"))
+    ap.add_argument("--dtypes", default="fp32,bf16", help="comma list of storage types, each over every shape")
     ap.add_argument("--peers", choices=["auto", "off"], default="auto")
     ap.add_argument("--peers-timeout", type=int, default=600, help="seconds the torch peers may take per session")
     ap.add_argument("--no-report", action="store_true", help="record only; build the report later")
@@ -91,6 +92,8 @@ def main(argv=None):
     os.makedirs(args.raw, exist_ok=True)
     shapes = args.shapes or "1x131072,8x131072,64x131072,32x128256,4096x4096,16384x8192,4096x32768," \
                             "1x1048576,1x4194304,1x16777216"
+    dtypes = args.dtypes.split(",")
+    bench_shapes = ",".join(s if d == "fp32" else s + ":" + d for d in dtypes for s in shapes.split(","))
     has_torch, why = torch_available() if args.peers == "auto" else (False, "peers switched off")
 
     for session in args.sessions:
@@ -100,7 +103,7 @@ def main(argv=None):
         rss_out = os.path.join(args.raw, "session%d_rss.json" % session)
         cmd = [bench, "--session=%d" % session, "--rounds=%d" % args.rounds, "--iterations=%d" % args.iterations,
                "--seed=%d" % args.seed, "--fixture-seed=%d" % args.fixture_seed, "--shape-order=" + order,
-               "--shapes=" + shapes, "--out=" + rss_out]
+               "--shapes=" + bench_shapes, "--out=" + rss_out]
         rc = subprocess.run(cmd).returncode
         if rc != 0:
             sys.exit("session: rss_bench exited %d%s" % (rc, " (no GPU?)" if rc == 2 else ""))
@@ -111,7 +114,8 @@ def main(argv=None):
                 rc = subprocess.run([sys.executable, os.path.join(HERE, "peers.py"), "--session", str(session),
                                      "--rounds", str(args.rounds), "--iterations", str(args.iterations),
                                      "--seed", str(args.seed), "--fixture-seed", str(args.fixture_seed),
-                                     "--shapes", shapes, "--shape-order", order, "--out", torch_out,
+                                     "--shapes", shapes, "--dtypes", args.dtypes, "--shape-order", order,
+                                     "--out", torch_out,
                                      "--tree", TREE], timeout=args.peers_timeout).returncode
             except subprocess.TimeoutExpired:
                 rc = "timeout after %d s" % args.peers_timeout

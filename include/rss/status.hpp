@@ -17,6 +17,10 @@ enum class Status : int {
   not_admissible,          // the planner cannot make the blocks that wait on each other co-resident
   invalid_strategy,        // an unknown strategy or configuration value
   cuda_error,              // a CUDA runtime call failed; rss::last_cuda_error() says which error
+  invalid_layout,          // a leading dimension is below cols
+  overlapping_buffers,     // y overlaps x without being exactly x (in place), or overlaps the workspace
+  not_device_memory,       // x, y or the workspace is not device (or managed) memory of the current device
+  partial_output,          // a CUDA error after the first launch: some rows of y may already be written
 };
 
 /// A short, static, human-readable description of a status. Never null.
@@ -35,6 +39,12 @@ constexpr const char* status_message(Status s) noexcept {
       return "the planner cannot make the cooperating blocks co-resident on this device";
     case Status::invalid_strategy: return "unknown strategy or configuration value";
     case Status::cuda_error: return "a CUDA runtime call failed";
+    case Status::invalid_layout: return "a leading dimension (ld_x or ld_y) is smaller than cols";
+    case Status::overlapping_buffers:
+      return "y overlaps x without being the same matrix, or a matrix overlaps the workspace";
+    case Status::not_device_memory: return "x, y or the workspace is not device or managed memory";
+    case Status::partial_output:
+      return "a CUDA launch failed after earlier launches of the call: y may be partly written";
   }
   return "unknown status";
 }

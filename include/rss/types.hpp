@@ -28,13 +28,15 @@ enum class Strategy : int {
   control_no_retention,     // megakernel_grid whose last phase recomputes exp from x
   control_ordinary_launch,  // the megakernel's phases as ordinary launches
   block_row,                // one block per row, row retained in shared memory, one ordinary launch
+  cluster_row,              // one thread-block cluster per row, row retained in registers, one launch
+  automatic,                // picks one of the above per shape and device (rss/tuning/auto_select.hpp)
 };
 
-/// Every strategy, in declaration order: tests, benches and examples iterate this.
+/// Every concrete strategy (automatic picks among them), in declaration order: tests, benches and examples iterate this.
 inline constexpr Strategy all_strategies[] = {
     Strategy::baseline,       Strategy::baseline_graph,       Strategy::local_fusion,
     Strategy::megakernel_grid, Strategy::megakernel_row,      Strategy::control_no_retention,
-    Strategy::control_ordinary_launch, Strategy::block_row,
+    Strategy::control_ordinary_launch, Strategy::block_row,   Strategy::cluster_row,
 };
 
 constexpr const char* strategy_name(Strategy s) noexcept {
@@ -47,8 +49,24 @@ constexpr const char* strategy_name(Strategy s) noexcept {
     case Strategy::control_no_retention: return "control_no_retention";
     case Strategy::control_ordinary_launch: return "control_ordinary_launch";
     case Strategy::block_row: return "block_row";
+    case Strategy::cluster_row: return "cluster_row";
+    case Strategy::automatic: return "automatic";
   }
   return "unknown";
 }
+
+/// The matrices of a call: x[i * ld_x + j] and y[i * ld_y + j] for 0 <= i < rows, 0 <= j < cols,
+/// in elements. The leading dimensions are at least cols; y may be x itself (same leading
+/// dimension) but may not otherwise overlap it.
+struct Layout {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t ld_x = 0;
+  std::int64_t ld_y = 0;
+
+  /// Rows stored back to back: both leading dimensions equal cols.
+  static constexpr Layout contiguous(std::int64_t rows, std::int64_t cols) noexcept { return {rows, cols, cols, cols}; }
+  constexpr bool empty() const noexcept { return rows == 0 || cols == 0; }
+};
 
 }  // namespace rss

@@ -113,7 +113,7 @@ TEST_CASE("the baseline graph holds exactly nine kernel nodes and replays correc
   rss_test::DeviceBuffer workspace(bytes);
 
   rss::BaselineGraph<float> graph;
-  REQUIRE(graph.capture(x.get<const float>(), y.get<float>(), rows, cols, workspace.get(), bytes) == Status::success);
+  REQUIRE(graph.capture(x.get<const float>(), y.get<float>(), rss::Layout::contiguous(rows, cols), workspace.get(), bytes) == Status::success);
   int nodes = 0;
   REQUIRE(graph.kernel_node_count(&nodes) == Status::success);
   CHECK(nodes == 9);

@@ -233,18 +233,54 @@ TEST_CASE("non-finite and extreme inputs follow the reference's IEEE behaviour",
   cudaStreamDestroy(stream);
 }
 
-// Known gap (issue 6): |x| above ~1.8e19 overflows the fp32 sum of squares, so r becomes 0 and the
-// row comes out uniform, while the double reference stays finite. Hidden until the statistics phase
-// rescales its sum of squares.
-TEST_CASE("magnitudes near the float limit follow the reference", "[.][gpu][reliability][known_gap]") {
+// Magnitudes whose squares overflow fp32 (|x| above ~1.8e19): the sum of squares accumulates in
+// double, so r stays positive and the output follows the double reference. Row 0: about 1e31; row 1:
+// +-3e38 mixed with values spread up to FLT_MAX (the scale r log2(e) is then an fp32 denormal, and
+// x - m reaches 6e38, beyond FLT_MAX); row 2: FLT_MAX and -FLT_MAX alone.
+TEST_CASE("magnitudes near the float limit follow the reference", "[gpu][reliability][ieee][extreme]") {
   const std::int64_t cols = 1000;
-  auto values = rss_test::random_rows(1, cols, rss_test::fresh_seed());
+  const std::uint64_t seed = rss_test::fresh_seed();
+  CAPTURE(seed);
+  const float big = std::numeric_limits<float>::max();
+  std::vector<float> values = rss_test::random_rows(1, cols, seed);
   for (float& v : values) v *= 1e30f;
+  std::mt19937_64 gen(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_real_distribution<float> fraction(0.5f, 1.0f);
+  for (std::int64_t j = 0; j < cols; ++j) {
+    float v = (j % 3 == 0) ? 3e38f : (j % 3 == 1 ? -3e38f : fraction(gen) * big);
+    if (gen() % 2 == 0) v = -v;
+    values.push_back(v);
+  }
+  for (std::int64_t j = 0; j < cols; ++j) values.push_back(j % 2 == 0 ? big : -big);
+  const std::int64_t rows = static_cast<std::int64_t>(values.size()) / cols;
+  for (float v : values) REQUIRE(std::isfinite(v));
+  std::vector<Strategy> strategies(std::begin(rss::all_strategies), std::end(rss::all_strategies));
+  strategies.push_back(Strategy::automatic);
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
-  for (Strategy strategy : rss::all_strategies) {
+  for (Strategy strategy : strategies) {
     INFO(rss::strategy_name(strategy));
-    check_case<float>(strategy, values, 1, cols, 0, 0, stream);
+    check_case<float>(strategy, values, rows, cols, 0, 0, stream);
+    check_case<float>(strategy, values, rows, cols, 1, 3, stream);  // unaligned rows too
+  }
+  cudaStreamDestroy(stream);
+}
+
+TEST_CASE("bf16 magnitudes near its limit follow the reference", "[gpu][reliability][ieee][extreme]") {
+  // bf16 shares fp32's exponent range: the same overflow of the sum of squares applies.
+  const std::int64_t cols = 777;
+  const std::uint64_t seed = rss_test::fresh_seed();
+  CAPTURE(seed);
+  std::vector<float> values = rss_test::random_rows(2, cols, seed);
+  for (std::int64_t j = 0; j < cols; ++j) values[static_cast<std::size_t>(j)] *= 1e37f;
+  for (std::int64_t j = cols; j < 2 * cols; ++j) values[static_cast<std::size_t>(j)] = j % 2 == 0 ? 3e38f : -3e38f;
+  std::vector<Strategy> strategies(std::begin(rss::all_strategies), std::end(rss::all_strategies));
+  strategies.push_back(Strategy::automatic);
+  cudaStream_t stream = nullptr;
+  RSS_TEST_CUDA(cudaStreamCreate(&stream));
+  for (Strategy strategy : strategies) {
+    INFO(rss::strategy_name(strategy));
+    check_case<__nv_bfloat16>(strategy, values, 2, cols, 0, 0, stream);
   }
   cudaStreamDestroy(stream);
 }

@@ -431,9 +431,9 @@ void check_reuse(std::int64_t rows, std::int64_t cols, int repeats, bool require
   std::vector<float> first_row(static_cast<std::size_t>(p.n)), first_grid(static_cast<std::size_t>(p.n));
 
   rss::Megakernel<float> row, grid;
-  REQUIRE(row.initialize(Strategy::megakernel_row, p.xd(), p.yd(), rows, cols, workspace.get(), workspace_bytes,
+  REQUIRE(row.initialize(Strategy::megakernel_row, p.xd(), p.yd(), rss::Layout::contiguous(rows, cols), workspace.get(), workspace_bytes,
                          stream.get()) == Status::success);
-  REQUIRE(grid.initialize(Strategy::megakernel_grid, p.xd(), p.yd(), rows, cols, workspace.get(), workspace_bytes,
+  REQUIRE(grid.initialize(Strategy::megakernel_grid, p.xd(), p.yd(), rss::Layout::contiguous(rows, cols), workspace.get(), workspace_bytes,
                           stream.get()) == Status::success);
   RSS_TEST_CUDA(cudaStreamSynchronize(stream.get()));
   const std::string where = shape_text(rows, cols) + ", seed " + std::to_string(p.seed);
@@ -506,7 +506,7 @@ TEST_CASE("the row barrier needs no reset: it works from any generation, across 
   const Stream stream;
   PinnedBuffer<float> out(p.n + kCanary);
   rss::Megakernel<float> row;
-  REQUIRE(row.initialize(Strategy::megakernel_row, p.xd(), p.yd(), p.rows, p.cols, workspace.get(), workspace_bytes,
+  REQUIRE(row.initialize(Strategy::megakernel_row, p.xd(), p.yd(), rss::Layout::contiguous(p.rows, p.cols), workspace.get(), workspace_bytes,
                          stream.get()) == Status::success);
   RSS_TEST_CUDA(cudaStreamSynchronize(stream.get()));
   INFO("seed " << p.seed << "; plan: " << plan_text(row.plan()));
@@ -558,7 +558,7 @@ TEST_CASE("a refused megakernel initialization gives its status and writes neith
     INFO(rss::strategy_name(strategy));
     const auto init = [&](const float* in, float* o, std::int64_t rows, std::int64_t cols, void* w, std::size_t b) {
       rss::Megakernel<float> op;
-      const Status s = op.initialize(strategy, in, o, rows, cols, w, b);
+      const Status s = op.initialize(strategy, in, o, rss::Layout::contiguous(rows, cols), w, b);
       // A refused object stays refused: it runs nothing and describes nothing.
       rss::LaunchList list;
       CHECK(op.run() == Status::invalid_strategy);
@@ -578,7 +578,7 @@ TEST_CASE("a refused megakernel initialization gives its status and writes neith
   for (const Strategy not_a_megakernel : {Strategy::baseline, Strategy::baseline_graph, Strategy::local_fusion,
                                           static_cast<Strategy>(99)}) {
     rss::Megakernel<float> op;
-    CHECK(op.initialize(not_a_megakernel, x, y, r, c, ws, bytes) == Status::invalid_strategy);
+    CHECK(op.initialize(not_a_megakernel, x, y, rss::Layout::contiguous(r, c), ws, bytes) == Status::invalid_strategy);
     CHECK(op.run() == Status::invalid_strategy);
   }
   rss::Megakernel<float> never_initialized;
@@ -636,7 +636,8 @@ TEST_CASE("a cooperative launch beyond co-residency is refused as not_admissible
     plan.launch_count = 1;
     REQUIRE(plan.launch(0).grid_blocks > plan.resident_blocks);
     REQUIRE(plan.launch(0).grid_blocks <= max_blocks);  // in bounds of the workspace, were it launched
-    const Status s = rss::detail::megakernel::launch_plan<float>(strategy, plan, p.xd(), p.yd(), workspace.get(),
+    const Status s = rss::detail::megakernel::launch_plan<float>(strategy, plan, p.xd(), p.yd(),
+                                                                rss::Layout::contiguous(p.rows, p.cols), workspace.get(),
                                                                 max_blocks, rss::detail::Launcher{stream.get()});
     INFO("status: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
     CHECK(s == Status::not_admissible);
@@ -703,7 +704,7 @@ TEST_CASE("on this device 64 x 131072 fp32 takes two launches and 1 x 16777216 e
       CHECK(list.evicted_tiles == 0);
       for (int i = 0; i < list.size; ++i) CHECK(list.items[i].cooperative);
       rss::Megakernel<float> op;
-      REQUIRE(op.initialize(strategy, p.xd(), p.yd(), p.rows, p.cols, workspace.get(), bytes, stream.get()) ==
+      REQUIRE(op.initialize(strategy, p.xd(), p.yd(), rss::Layout::contiguous(p.rows, p.cols), workspace.get(), bytes, stream.get()) ==
               Status::success);
       INFO("plan: " << plan_text(op.plan()));
       CHECK(op.plan().launch_count == 2);
@@ -723,7 +724,7 @@ TEST_CASE("on this device 64 x 131072 fp32 takes two launches and 1 x 16777216 e
       CHECK(list.kernels == 1);
       CHECK(list.evicted_tiles > 0);
       rss::Megakernel<float> op;
-      REQUIRE(op.initialize(strategy, p.xd(), p.yd(), p.rows, p.cols, workspace.get(), bytes, stream.get()) ==
+      REQUIRE(op.initialize(strategy, p.xd(), p.yd(), rss::Layout::contiguous(p.rows, p.cols), workspace.get(), bytes, stream.get()) ==
               Status::success);
       INFO("plan: " << plan_text(op.plan()));
       CHECK(op.plan().evicted_tiles > 0);
@@ -760,7 +761,7 @@ TEST_CASE("the plans for the SPEC shapes agree with their launch metadata and re
       const std::int64_t rows = shape.first, cols = shape.second;
       INFO(rss::strategy_name(strategy) << " " << shape_text(rows, cols));
       rss::Megakernel<float> op;
-      REQUIRE(op.initialize(strategy, x.get<const float>(), y.get<float>(), rows, cols, workspace.get(), bytes) ==
+      REQUIRE(op.initialize(strategy, x.get<const float>(), y.get<float>(), rss::Layout::contiguous(rows, cols), workspace.get(), bytes) ==
               Status::success);
       const rss::MegakernelPlan& plan = op.plan();
       rss::LaunchList list, described;

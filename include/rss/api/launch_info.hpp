@@ -12,6 +12,7 @@ struct LaunchInfo {
   std::size_t shared_bytes;   // dynamic shared memory per block
   bool cooperative;           // launched with the cooperative attribute (co-residency guaranteed)
   int blocks_per_sm;          // occupancy answer for this kernel and shared size; 0 when not queried
+  int cluster_size = 1;       // blocks per thread-block cluster (1: launched without clusters)
 };
 
 /// The launches of one call, in issue order. Holds the first `capacity` entries; `kernels` and

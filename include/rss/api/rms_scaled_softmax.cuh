@@ -1,56 +1,42 @@
 #pragma once
-// The public host API over every strategy: one call shape, a workspace size query, and a
-// description of the launches a call makes.
+// The one-call public API over every strategy, automatic included, and a description of the launches
+// a call makes. For repeated calls with the same arguments, rss::Operator (rss/api/operator.cuh)
+// keeps the planning out of the hot path.
 //
 //   std::size_t bytes = 0;
-//   rss::workspace_bytes<float>(rss::Strategy::local_fusion, rows, cols, &bytes);
+//   rss::workspace_bytes<float>(rss::Strategy::automatic, rows, cols, &bytes);
 //   // ... cudaMalloc(&workspace, bytes) ...
-//   rss::Status s = rss::rms_scaled_softmax(rss::Strategy::local_fusion, x, y, rows, cols, workspace, bytes, stream);
+//   rss::Strategy ran{};
+//   rss::Status s = rss::rms_scaled_softmax(rss::Strategy::automatic, x, y, rss::Layout::contiguous(rows, cols),
+//                                           workspace, bytes, stream, &ran);
 //   if (!rss::ok(s)) std::puts(rss::status_message(s));
 #include <cstdint>
 
 #include "rss/api/launch_info.hpp"
-#include "rss/strategies/baseline.cuh"
-#include "rss/strategies/baseline_graph.cuh"
-#include "rss/strategies/local_fusion.cuh"
-#include "rss/strategies/megakernel.cuh"
+#include "rss/api/operator.cuh"
 
 namespace rss {
 
-/// Workspace bytes `strategy` needs for a rows x cols problem of T (0 is a valid answer).
+/// y = rms_scaled_softmax(x) with the chosen strategy over the matrices of `layout` (device memory;
+/// y == x with equal leading dimensions runs in place). workspace is device memory of at least
+/// workspace_bytes() bytes, aligned to workspace_alignment. Asynchronous on `stream`: never
+/// synchronises. `ran` (optional) receives the concrete strategy that ran.
+/// A refusal (any status but success, cuda_error and partial_output) launches nothing and leaves y
+/// untouched; cuda_error means no launch of this call wrote y; partial_output means a launch failed
+/// after earlier ones wrote some rows.
 template <class T>
-Status workspace_bytes(Strategy strategy, std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
-  switch (strategy) {
-    case Strategy::baseline:
-    case Strategy::baseline_graph: return baseline_workspace_bytes<T>(rows, cols, bytes);
-    case Strategy::local_fusion: return local_fusion_workspace_bytes<T>(rows, cols, bytes);
-    case Strategy::megakernel_grid:
-    case Strategy::megakernel_row:
-    case Strategy::control_no_retention:
-    case Strategy::control_ordinary_launch:
-    case Strategy::block_row: return megakernel_workspace_bytes<T>(rows, cols, bytes);
-  }
-  return Status::invalid_strategy;
+Status rms_scaled_softmax(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace,
+                          std::size_t workspace_bytes, cudaStream_t stream = nullptr, Strategy* ran = nullptr) noexcept {
+  Operator<T> op;
+  RSS_TRY(op.initialize(strategy, x, y, layout, workspace, workspace_bytes, stream));
+  return op.run(stream, ran);
 }
 
-/// y = rms_scaled_softmax(x) with the chosen strategy. x and y are rows x cols row-major device
-/// arrays (y may not alias x); workspace is device memory of at least workspace_bytes() bytes,
-/// aligned to workspace_alignment. Asynchronous on `stream`: never synchronises. On any status
-/// other than success nothing was launched and y is untouched.
+/// The same over contiguous rows x cols matrices.
 template <class T>
 Status rms_scaled_softmax(Strategy strategy, const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
-                          std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
-  switch (strategy) {
-    case Strategy::baseline: return baseline(x, y, rows, cols, workspace, workspace_bytes, stream);
-    case Strategy::baseline_graph: return baseline_graph(x, y, rows, cols, workspace, workspace_bytes, stream);
-    case Strategy::local_fusion: return local_fusion(x, y, rows, cols, workspace, workspace_bytes, stream);
-    case Strategy::megakernel_grid:
-    case Strategy::megakernel_row:
-    case Strategy::control_no_retention:
-    case Strategy::control_ordinary_launch:
-    case Strategy::block_row: return megakernel(strategy, x, y, rows, cols, workspace, workspace_bytes, stream);
-  }
-  return Status::invalid_strategy;
+                          std::size_t workspace_bytes, cudaStream_t stream = nullptr, Strategy* ran = nullptr) noexcept {
+  return rms_scaled_softmax(strategy, x, y, Layout::contiguous(rows, cols), workspace, workspace_bytes, stream, ran);
 }
 
 /// Describes, without launching anything, the launches a call of `strategy` on a rows x cols
@@ -59,32 +45,47 @@ template <class T>
 Status describe_launches(Strategy strategy, std::int64_t rows, std::int64_t cols, LaunchList* out) noexcept {
   if (out == nullptr) return Status::null_pointer;
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
+  const Layout layout = Layout::contiguous(rows, cols);
+  const T* x = nullptr;
+  T* y = nullptr;
   LaunchList list;
-  if (rows > 0 && cols > 0) {
+  ClusterConfig preferred{};
+  if (strategy == Strategy::automatic && !layout.empty()) {
+    AutoChoice choice;
+    RSS_TRY(detail::automatic_choice(rows, cols, detail::StorageTraits<T>::dtype, &choice));
+    strategy = choice.strategy;
+    preferred = choice.cluster;
+  }
+  if (!layout.empty()) {
     const detail::Launcher dry{nullptr, &list, true};
     switch (strategy) {
-      case Strategy::baseline: RSS_TRY(detail::baseline::launch<T>(nullptr, nullptr, rows, cols, nullptr, dry)); break;
+      case Strategy::baseline: RSS_TRY(detail::baseline::launch(x, y, layout, nullptr, dry)); break;
       case Strategy::baseline_graph:
         list.graph = true;
-        RSS_TRY(detail::baseline::launch<T>(nullptr, nullptr, rows, cols, nullptr, dry));
+        RSS_TRY(detail::baseline::launch(x, y, layout, nullptr, dry));
         list.host_launches = 1;
         break;
       case Strategy::local_fusion: {
         int sm_count = 0;
         RSS_TRY(detail::current_sm_count(&sm_count));
-        RSS_TRY(detail::local_fusion::launch<T>(nullptr, nullptr, rows, cols, nullptr, sm_count, dry));
+        RSS_TRY(detail::local_fusion::launch(x, y, layout, nullptr, sm_count, dry));
         break;
       }
-      case Strategy::megakernel_grid:
-      case Strategy::megakernel_row:
-      case Strategy::control_no_retention:
-      case Strategy::control_ordinary_launch:
-      case Strategy::block_row:
-        RSS_TRY(detail::megakernel::run<T>(strategy, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), rows,
-                                           cols, nullptr, dry));
+      case Strategy::cluster_row: {
+        ClusterPlan plan;
+        detail::cluster_row::Occupancy occupancy;
+        RSS_TRY(detail::cluster_row::make_plan<T>(layout, preferred.cluster_size > 0 ? &preferred : nullptr, &plan,
+                                                  &occupancy));
+        RSS_TRY(detail::cluster_row::launch_plan(plan, occupancy, x, y, layout, dry));
         break;
-      default: return Status::invalid_strategy;
+      }
+      default:
+        if (!detail::is_megakernel(strategy)) return Status::invalid_strategy;
+        RSS_TRY(detail::megakernel::run<T>(strategy, x, y, layout, nullptr, dry));
     }
+  } else {
+    std::size_t unused = 0;  // an empty problem launches nothing, but the strategy must still exist
+    RSS_TRY(workspace_bytes<T>(strategy, rows, cols, &unused));
   }
   *out = list;
   return Status::success;

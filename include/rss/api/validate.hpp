@@ -1,11 +1,14 @@
 #pragma once
 // Argument checks shared by every strategy. They run before any launch, so bad input leaves y untouched.
+// Pure host code: the checks that need the CUDA runtime (is this device memory?) are in
+// rss/detail/device.cuh.
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 
 #include "rss/detail/workspace.hpp"
 #include "rss/status.hpp"
+#include "rss/types.hpp"
 
 namespace rss {
 
@@ -18,18 +21,54 @@ inline Status validate_shape(std::int64_t rows, std::int64_t cols, std::size_t e
   return Status::success;
 }
 
-/// Full check of a call: shape, pointers, and the workspace against the bytes the strategy needs.
-/// A call with rows == 0 or cols == 0 passes with any pointers: it does nothing.
-inline Status validate_call(const void* x, const void* y, std::int64_t rows, std::int64_t cols,
-                            std::size_t element_bytes, const void* workspace, std::size_t workspace_bytes,
-                            std::size_t required_workspace) noexcept {
-  if (const Status s = validate_shape(rows, cols, element_bytes); !ok(s)) return s;
-  if (rows == 0 || cols == 0) return Status::success;
+namespace detail {
+/// Bytes from the first element of a matrix with leading dimension `ld` to one past its last element.
+/// The layout has been validated, so this does not overflow.
+inline std::uint64_t extent_bytes(const Layout& l, std::int64_t ld, std::size_t element_bytes) noexcept {
+  return (static_cast<std::uint64_t>(l.rows - 1) * static_cast<std::uint64_t>(ld) + static_cast<std::uint64_t>(l.cols)) *
+         element_bytes;
+}
+
+inline bool ranges_overlap(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t b_bytes) noexcept {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+}  // namespace detail
+
+/// Checks a layout: sizes, leading dimensions of at least cols, and the extent of x and y in bytes
+/// fitting 64-bit arithmetic. An empty layout (rows == 0 or cols == 0) passes with any leading dimensions.
+inline Status validate_layout(const Layout& l, std::size_t element_bytes) noexcept {
+  if (const Status s = validate_shape(l.rows, l.cols, element_bytes); !ok(s)) return s;
+  if (l.empty()) return Status::success;
+  if (l.ld_x < l.cols || l.ld_y < l.cols) return Status::invalid_layout;
+  const auto limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / element_bytes;
+  for (const std::int64_t ld : {l.ld_x, l.ld_y}) {
+    const auto room = limit - static_cast<std::uint64_t>(l.cols);  // cols * element_bytes fits: checked above
+    if (static_cast<std::uint64_t>(l.rows - 1) > room / static_cast<std::uint64_t>(ld)) return Status::size_overflow;
+  }
+  return Status::success;
+}
+
+/// Full check of a call: layout, pointers, aliasing, and the workspace against the bytes the strategy
+/// needs. In place (y == x with ld_y == ld_x) is accepted; any other overlap of x and y, or of the
+/// workspace with either, is refused. A call with rows == 0 or cols == 0 passes with any pointers.
+inline Status validate_call(const void* x, const void* y, const Layout& l, std::size_t element_bytes,
+                            const void* workspace, std::size_t workspace_bytes, std::size_t required_workspace) noexcept {
+  if (const Status s = validate_layout(l, element_bytes); !ok(s)) return s;
+  if (l.empty()) return Status::success;
   if (x == nullptr || y == nullptr) return Status::null_pointer;
+  const std::uint64_t x_bytes = detail::extent_bytes(l, l.ld_x, element_bytes);
+  const std::uint64_t y_bytes = detail::extent_bytes(l, l.ld_y, element_bytes);
+  const bool in_place = x == y && l.ld_x == l.ld_y;
+  if (!in_place && detail::ranges_overlap(x, x_bytes, y, y_bytes)) return Status::overlapping_buffers;
   if (required_workspace > 0) {
     if (workspace == nullptr) return Status::null_pointer;
     if (workspace_bytes < required_workspace) return Status::workspace_too_small;
     if (reinterpret_cast<std::uintptr_t>(workspace) % workspace_alignment != 0) return Status::misaligned_workspace;
+    if (detail::ranges_overlap(workspace, required_workspace, x, x_bytes) ||
+        detail::ranges_overlap(workspace, required_workspace, y, y_bytes)) {
+      return Status::overlapping_buffers;
+    }
   }
   return Status::success;
 }

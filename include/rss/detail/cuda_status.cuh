@@ -23,7 +23,7 @@ inline Status from_cuda(cudaError_t err) noexcept {
   if (err == cudaSuccess) return Status::success;
   last_cuda_error_slot() = err;
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) return Status::no_device;
-  if (err == cudaErrorCooperativeLaunchTooLarge) return Status::not_admissible;
+  if (err == cudaErrorCooperativeLaunchTooLarge || err == cudaErrorInvalidClusterSize) return Status::not_admissible;
   return Status::cuda_error;
 }
 

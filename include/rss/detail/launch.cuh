@@ -14,23 +14,35 @@ struct Launcher {
   cudaStream_t stream = nullptr;
   LaunchList* record = nullptr;  // optional: receives each launch's metadata
   bool dry_run = false;          // describe only: record, never launch
+  unsigned cluster_size = 1;     // blocks per thread-block cluster (1: no cluster attribute)
 
   template <class... KernelArgs, class... Args>
   Status operator()(const char* name, void (*kernel)(KernelArgs...), unsigned grid, unsigned block,
                     std::size_t shared_bytes, bool cooperative, int blocks_per_sm, Args&&... args) const {
-    if (record != nullptr) record->add({name, grid, block, shared_bytes, cooperative, blocks_per_sm});
+    if (record != nullptr) record->add({name, grid, block, shared_bytes, cooperative, blocks_per_sm, static_cast<int>(cluster_size)});
     if (dry_run) return Status::success;
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(grid);
     config.blockDim = dim3(block);
     config.dynamicSmemBytes = shared_bytes;
     config.stream = stream;
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeCooperative;
-    attribute.val.cooperative = 1;
-    config.attrs = cooperative ? &attribute : nullptr;
-    config.numAttrs = cooperative ? 1 : 0;
-    RSS_TRY(from_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...)));
+    cudaLaunchAttribute attributes[2]{};
+    unsigned count = 0;
+    if (cooperative) {
+      attributes[count].id = cudaLaunchAttributeCooperative;
+      attributes[count++].val.cooperative = 1;
+    }
+    if (cluster_size > 1) {
+      attributes[count].id = cudaLaunchAttributeClusterDimension;
+      attributes[count++].val.clusterDim = {cluster_size, 1, 1};
+    }
+    config.attrs = count > 0 ? attributes : nullptr;
+    config.numAttrs = count;
+    const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();  // a refused launch leaves no error behind for the caller's next check
+      return from_cuda(err);
+    }
     return check_launch(stream);
   }
 };

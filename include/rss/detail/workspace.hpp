@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rss/status.hpp"
+
 namespace rss {
 
 /// Alignment the caller's workspace pointer must have (cudaMalloc gives at least this).
@@ -37,6 +39,16 @@ class WorkspaceCarver {
   std::size_t offset_ = 0;
   bool overflow_ = false;
 };
+
+/// The size query of a workspace layout W (a struct with a static carve(carver, args...)).
+template <class W, class... Args>
+Status carved_bytes(std::size_t* bytes, Args... args) noexcept {
+  WorkspaceCarver carver;
+  W::carve(carver, args...);
+  if (carver.overflowed()) return Status::size_overflow;
+  *bytes = carver.bytes();
+  return Status::success;
+}
 
 }  // namespace detail
 }  // namespace rss

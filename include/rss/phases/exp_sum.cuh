@@ -46,4 +46,11 @@ struct BlockExpSum {
   }
 };
 
+/// Shared scratch of a kernel that runs phase 1's and phase 2's block reductions one after the other.
+template <int Threads>
+union PhaseScratch {
+  typename BlockRowStats<Threads>::TempStorage stats;
+  typename BlockExpSum<Threads>::TempStorage sum;
+};
+
 }  // namespace rss

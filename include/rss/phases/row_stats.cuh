@@ -9,15 +9,18 @@
 
 namespace rss {
 
-/// Statistics of part of a row. Partials combine associatively, in any order.
+/// Statistics of part of a row. Partials combine associatively, in any order. The sum of squares
+/// accumulates in double: in fp32 it overflows once |x| passes about 1.8e19 / sqrt(cols), while every
+/// finite fp32 square fits a double (FP64 throughput is not what bounds this memory-bound operator).
 struct RowStatsPartial {
   float max;
-  float sum_sq;
+  double sum_sq;
 
-  __host__ __device__ static RowStatsPartial identity() { return {-INFINITY, 0.0f}; }
+  __host__ __device__ static RowStatsPartial identity() { return {-INFINITY, 0.0}; }
   __host__ __device__ void add(float v) {
     max = fmaxf(max, v);
-    sum_sq = fmaf(v, v, sum_sq);
+    const double d = v;
+    sum_sq = fma(d, d, sum_sq);
   }
 };
 
@@ -41,10 +44,13 @@ struct RowScale {
 inline constexpr float rms_epsilon = 1e-5f;
 
 /// r = 1 / sqrt(mean(x^2) + eps) > 0, so max(r x) = r max(x): the input maximum is subtracted first.
+/// exp2_offset = -m c is formed in double: m c stays finite (|c m| <= log2(e) sqrt(cols)) but c alone
+/// can be close to the fp32 denormal range when |x| approaches FLT_MAX.
 __host__ __device__ inline RowScale make_row_scale(RowStatsPartial row, std::int64_t cols) {
-  const float inv_rms = 1.0f / sqrtf(row.sum_sq / static_cast<float>(cols) + rms_epsilon);
-  const float scale = inv_rms * 1.4426950408889634f;
-  return {row.max, inv_rms, scale, -row.max * scale};
+  const double inv_rms = 1.0 / sqrt(row.sum_sq / static_cast<double>(cols) + static_cast<double>(rms_epsilon));
+  const double scale = inv_rms * 1.4426950408889634;
+  return {row.max, static_cast<float>(inv_rms), static_cast<float>(scale),
+          static_cast<float>(-static_cast<double>(row.max) * scale)};
 }
 
 /// Block-scope building blocks of phase 1.

@@ -17,6 +17,24 @@ struct alignas(16) Vector {
   T v[vector_width<T>];
 };
 
+/// One 16-byte access. Copying a Vector<T> directly lets the compiler split it into element accesses
+/// (seen for fp32 and bf16 stores in the PTX), and so does a plain uint4 store of memcpy'd bits;
+/// __stwb (st.global.wb, the default write policy) is always one 128-bit store.
+template <class T>
+__device__ __forceinline__ Vector<T> load_vector(const T* p) {
+  const uint4 bits = *reinterpret_cast<const uint4*>(p);
+  Vector<T> v;
+  memcpy(&v, &bits, sizeof bits);
+  return v;
+}
+
+template <class T>
+__device__ __forceinline__ void store_vector(T* p, const Vector<T>& v) {
+  uint4 bits;
+  memcpy(&bits, &v, sizeof bits);
+  __stwb(reinterpret_cast<uint4*>(p), bits);
+}
+
 /// Elements of p before the first 16-byte boundary (0 when p is aligned), capped at n.
 template <class T>
 __device__ __forceinline__ std::int64_t unaligned_head(const T* p, std::int64_t n) {
@@ -36,14 +54,14 @@ __device__ __forceinline__ void tile_for_each(const T* __restrict__ x, std::int6
   const std::int64_t head = unaligned_head(x, n);
   if (t < head) f(t, Traits::to_float(x[t]));
   const std::int64_t vectors = (n - head) / W;
-  const auto* body = reinterpret_cast<const Vector<T>*>(x + head);
+  const T* body = x + head;
 
   constexpr int Step = Threads * loads_in_flight;
   std::int64_t v0 = 0;
   for (; v0 + Step <= vectors; v0 += Step) {  // full rounds: loads_in_flight loads before any use
     Vector<T> buf[loads_in_flight];
 #pragma unroll
-    for (int u = 0; u < loads_in_flight; ++u) buf[u] = body[v0 + u * Threads + t];
+    for (int u = 0; u < loads_in_flight; ++u) buf[u] = load_vector(body + (v0 + u * Threads + t) * W);
 #pragma unroll
     for (int u = 0; u < loads_in_flight; ++u) {
       const std::int64_t base = head + (v0 + u * Threads + t) * W;
@@ -52,7 +70,7 @@ __device__ __forceinline__ void tile_for_each(const T* __restrict__ x, std::int6
     }
   }
   for (std::int64_t v = v0 + t; v < vectors; v += Threads) {
-    const Vector<T> vec = body[v];
+    const Vector<T> vec = load_vector(body + v * W);
     const std::int64_t base = head + v * W;
 #pragma unroll
     for (int e = 0; e < W; ++e) f(base + e, Traits::to_float(vec.v[e]));
@@ -69,21 +87,22 @@ __device__ __forceinline__ void tile_generate(T* __restrict__ y, std::int64_t n,
   const std::int64_t head = unaligned_head(y, n);
   if (t < head) y[t] = Traits::from_float(g(std::int64_t{t}));
   const std::int64_t vectors = (n - head) / W;
-  auto* body = reinterpret_cast<Vector<T>*>(y + head);
+  T* body = y + head;
   for (std::int64_t v = t; v < vectors; v += Threads) {
     Vector<T> vec;
     const std::int64_t base = head + v * W;
 #pragma unroll
     for (int e = 0; e < W; ++e) vec.v[e] = Traits::from_float(g(base + e));
-    body[v] = vec;
+    store_vector(body + v * W, vec);
   }
   for (std::int64_t i = head + vectors * W + t; i < n; i += Threads) y[i] = Traits::from_float(g(i));
 }
 
 /// Writes y[i] = f(x[i]) for every i in [0, n). Vector loads and stores when x and y share their
 /// alignment (the usual case); otherwise vector loads and scalar stores.
+/// In place (x == y) is allowed: each element is read and then written by the same thread.
 template <int Threads, class T, class F>
-__device__ __forceinline__ void tile_transform(const T* __restrict__ x, T* __restrict__ y, std::int64_t n,
+__device__ __forceinline__ void tile_transform(const T* x, T* y, std::int64_t n,
                                                F&& f) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
@@ -95,27 +114,27 @@ __device__ __forceinline__ void tile_transform(const T* __restrict__ x, T* __res
   const std::int64_t head = unaligned_head(x, n);
   if (t < head) y[t] = Traits::from_float(f(Traits::to_float(x[t])));
   const std::int64_t vectors = (n - head) / W;
-  const auto* in = reinterpret_cast<const Vector<T>*>(x + head);
-  auto* out = reinterpret_cast<Vector<T>*>(y + head);
+  const T* in = x + head;
+  T* out = y + head;
 
   constexpr int Step = Threads * loads_in_flight;
   std::int64_t v0 = 0;
   for (; v0 + Step <= vectors; v0 += Step) {
     Vector<T> buf[loads_in_flight];
 #pragma unroll
-    for (int u = 0; u < loads_in_flight; ++u) buf[u] = in[v0 + u * Threads + t];
+    for (int u = 0; u < loads_in_flight; ++u) buf[u] = load_vector(in + (v0 + u * Threads + t) * W);
 #pragma unroll
     for (int u = 0; u < loads_in_flight; ++u) {
 #pragma unroll
       for (int e = 0; e < W; ++e) buf[u].v[e] = Traits::from_float(f(Traits::to_float(buf[u].v[e])));
-      out[v0 + u * Threads + t] = buf[u];
+      store_vector(out + (v0 + u * Threads + t) * W, buf[u]);
     }
   }
   for (std::int64_t v = v0 + t; v < vectors; v += Threads) {
-    Vector<T> vec = in[v];
+    Vector<T> vec = load_vector(in + v * W);
 #pragma unroll
     for (int e = 0; e < W; ++e) vec.v[e] = Traits::from_float(f(Traits::to_float(vec.v[e])));
-    out[v] = vec;
+    store_vector(out + v * W, vec);
   }
   for (std::int64_t i = head + vectors * W + t; i < n; i += Threads)
     y[i] = Traits::from_float(f(Traits::to_float(x[i])));

@@ -185,6 +185,24 @@ bool plan_for_max_tile(const DeviceDesc& d, const MegakernelRequest& req, std::i
   return true;
 }
 
+/// The checks both planners make first, in this order.
+inline Status check_request(const MegakernelRequest& req, const MegakernelPlan* out) noexcept {
+  if (out == nullptr) return Status::null_pointer;
+  if (req.rows < 0 || req.cols < 0) return Status::negative_size;
+  if (req.rows > 0 && req.cols > INT64_MAX / dtype_bytes(req.dtype) / req.rows) return Status::size_overflow;
+  if (req.threads <= 0 || req.min_tile_elems <= 0) return Status::invalid_strategy;
+  return Status::success;
+}
+
+/// The plan of a rows == 0 or cols == 0 request: nothing is launched, whatever the device.
+inline MegakernelPlan empty_plan(const MegakernelRequest& req) noexcept {
+  MegakernelPlan p;
+  p.rows = req.rows;
+  p.cols = req.cols;
+  p.threads = req.threads;
+  return p;
+}
+
 /// True when plan `a` is preferable to plan `b` under the geometry rule in the file comment.
 inline bool better_plan(const MegakernelPlan& a, const MegakernelPlan& b) noexcept {
   const bool a_whole = a.evicted_tiles_per_row == 0, b_whole = b.evicted_tiles_per_row == 0;
@@ -213,16 +231,9 @@ inline bool better_plan(const MegakernelPlan& a, const MegakernelPlan& b) noexce
 template <class Occupancy>
 Status plan_megakernel(const DeviceDesc& d, const MegakernelRequest& req, Occupancy&& occupancy,
                        MegakernelPlan* out) noexcept {
-  if (out == nullptr) return Status::null_pointer;
-  if (req.rows < 0 || req.cols < 0) return Status::negative_size;
-  if (req.rows > 0 && req.cols > INT64_MAX / dtype_bytes(req.dtype) / req.rows) return Status::size_overflow;
-  if (req.threads <= 0 || req.min_tile_elems <= 0) return Status::invalid_strategy;
+  if (const Status s = detail::check_request(req, out); !ok(s)) return s;
   if (req.rows == 0 || req.cols == 0) {
-    MegakernelPlan empty;
-    empty.rows = req.rows;
-    empty.cols = req.cols;
-    empty.threads = req.threads;
-    *out = empty;
+    *out = detail::empty_plan(req);
     return Status::success;
   }
   if (!d.cooperative_launch) return Status::cooperative_unsupported;
@@ -259,14 +270,8 @@ Status plan_megakernel(const DeviceDesc& d, const MegakernelRequest& req, Occupa
 template <class Occupancy>
 Status plan_block_row(const DeviceDesc& d, const MegakernelRequest& req, Occupancy&& occupancy,
                       MegakernelPlan* out) noexcept {
-  if (out == nullptr) return Status::null_pointer;
-  if (req.rows < 0 || req.cols < 0) return Status::negative_size;
-  if (req.rows > 0 && req.cols > INT64_MAX / dtype_bytes(req.dtype) / req.rows) return Status::size_overflow;
-  if (req.threads <= 0) return Status::invalid_strategy;
-  MegakernelPlan best;
-  best.rows = req.rows;
-  best.cols = req.cols;
-  best.threads = req.threads;
+  if (const Status s = detail::check_request(req, out); !ok(s)) return s;
+  MegakernelPlan best = detail::empty_plan(req);
   if (req.rows == 0 || req.cols == 0) {
     *out = best;
     return Status::success;

@@ -20,53 +20,66 @@ namespace detail::baseline {
 
 inline constexpr int threads = 256;
 
-/// Full-size intermediates, ping-ponged through two matrices (a: x^2 then r(x - m); b: x - m then exp).
+/// Full-size intermediates. Squares and shifted values are doubles, so the baseline shares the fused
+/// strategies' range: every finite fp32 square fits, and x - m cannot overflow. The region of the
+/// squares is reused for the shifted values once the row means are taken, and again for the exps.
 struct Workspace {
-  float* a;
-  float* b;
-  float* mean_sq;
+  double* wide;     // x^2, then x - m; its first half is finally exp(r (x - m))
+  float* scaled;    // r (x - m)
+  double* mean_sq;
   float* inv_rms;
   float* max;
   float* sum;
 
   static Workspace carve(WorkspaceCarver& carver, std::int64_t rows, std::int64_t cols) {
     Workspace w{};
-    w.a = carver.take<float>(rows * cols);
-    w.b = carver.take<float>(rows * cols);
-    w.mean_sq = carver.take<float>(rows);
+    w.wide = carver.take<double>(rows * cols);
+    w.scaled = carver.take<float>(rows * cols);
+    w.mean_sq = carver.take<double>(rows);
     w.inv_rms = carver.take<float>(rows);
     w.max = carver.take<float>(rows);
     w.sum = carver.take<float>(rows);
     return w;
   }
+  float* exps() const { return reinterpret_cast<float*>(wide); }
 };
 
+/// The elementwise kernels walk the n = rows * cols logical elements; x and y are strided.
 #define RSS_GRID_STRIDE(k, n)                                                              \
   for (std::int64_t k = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < (n); \
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
 
+__device__ __forceinline__ std::int64_t strided(std::int64_t k, std::int64_t cols, std::int64_t ld) {
+  return k / cols * ld + k % cols;
+}
+
 template <class T>
-__global__ void square(const T* x, float* out, std::int64_t n) {
+__global__ void square(const T* x, double* out, std::int64_t n, std::int64_t cols, std::int64_t ld_x) {
   RSS_GRID_STRIDE(k, n) {
-    const float v = StorageTraits<T>::to_float(x[k]);
+    const double v = StorageTraits<T>::to_float(x[strided(k, cols, ld_x)]);
     out[k] = v * v;
   }
 }
 
-/// One block per row (grid-stride over rows): out[row] = reduce(in[row, :]) combined with `op` in
-/// type Acc. Sums accumulate in double: one block walks a whole row, so a thread of a 16M-element
+/// An intermediate or a stored element, widened for a reduction.
+template <class V>
+__device__ __forceinline__ float to_wide(V v) { return StorageTraits<V>::to_float(v); }
+__device__ __forceinline__ double to_wide(double v) { return v; }
+
+/// One block per row (grid-stride over rows): out[row] = reduce(in[row * ld + j]) combined with `op`
+/// in type Acc. Sums accumulate in double: one block walks a whole row, so a thread of a 16M-element
 /// row adds 65536 terms, too many for an fp32 running sum to stay within the tolerance.
-template <class Acc, class In, class Op>
-__device__ void reduce_rows(const In* in, float* out, std::int64_t rows, std::int64_t cols, Acc identity,
-                            Op op, Acc post_scale) {
+template <class Acc, class In, class Out, class Op>
+__device__ void reduce_rows(const In* in, Out* out, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                            Acc identity, Op op, Acc post_scale) {
   using AllReduce = BlockAllReduce<Acc, threads>;
   __shared__ typename AllReduce::TempStorage storage;
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     Acc acc = identity;
     for (std::int64_t j = threadIdx.x; j < cols; j += threads)
-      acc = op(acc, static_cast<Acc>(StorageTraits<In>::to_float(in[row * cols + j])));
+      acc = op(acc, static_cast<Acc>(to_wide(in[row * ld + j])));
     const Acc total = AllReduce::all_reduce(acc, op, storage);
-    if (threadIdx.x == 0) out[row] = static_cast<float>(total * post_scale);
+    if (threadIdx.x == 0) out[row] = static_cast<Out>(total * post_scale);
   }
 }
 
@@ -79,28 +92,30 @@ struct SumDouble {
 };
 
 template <class T>  // T: the storage type of the call (one instantiation per baseline)
-__global__ void row_mean(const float* sq, float* mean_sq, std::int64_t rows, std::int64_t cols) {
-  reduce_rows(sq, mean_sq, rows, cols, 0.0, SumDouble{}, 1.0 / static_cast<double>(cols));
+__global__ void row_mean(const double* sq, double* mean_sq, std::int64_t rows, std::int64_t cols) {
+  reduce_rows(sq, mean_sq, rows, cols, cols, 0.0, SumDouble{}, 1.0 / static_cast<double>(cols));
 }
 
 template <class T>  // T: the storage type of the call (one instantiation per baseline)
-__global__ void inverse_rms(const float* mean_sq, float* inv_rms, std::int64_t rows) {
-  RSS_GRID_STRIDE(i, rows) inv_rms[i] = 1.0f / sqrtf(mean_sq[i] + rms_epsilon);
+__global__ void inverse_rms(const double* mean_sq, float* inv_rms, std::int64_t rows) {
+  RSS_GRID_STRIDE(i, rows) inv_rms[i] = static_cast<float>(1.0 / sqrt(mean_sq[i] + static_cast<double>(rms_epsilon)));
 }
 
 template <class T>
-__global__ void row_max(const T* x, float* max, std::int64_t rows, std::int64_t cols) {
-  reduce_rows(x, max, rows, cols, -INFINITY, MaxFloat{}, 1.0f);
+__global__ void row_max(const T* x, float* max, std::int64_t rows, std::int64_t cols, std::int64_t ld_x) {
+  reduce_rows(x, max, rows, cols, ld_x, -INFINITY, MaxFloat{}, 1.0f);
 }
 
 template <class T>
-__global__ void shift(const T* x, const float* max, float* out, std::int64_t n, std::int64_t cols) {
-  RSS_GRID_STRIDE(k, n) out[k] = StorageTraits<T>::to_float(x[k]) - max[k / cols];
+__global__ void shift(const T* x, const float* max, double* out, std::int64_t n, std::int64_t cols, std::int64_t ld_x) {
+  RSS_GRID_STRIDE(k, n) {
+    out[k] = static_cast<double>(StorageTraits<T>::to_float(x[strided(k, cols, ld_x)])) - max[k / cols];
+  }
 }
 
 template <class T>  // T: the storage type of the call (one instantiation per baseline)
-__global__ void scale(const float* shifted, const float* inv_rms, float* out, std::int64_t n, std::int64_t cols) {
-  RSS_GRID_STRIDE(k, n) out[k] = inv_rms[k / cols] * shifted[k];
+__global__ void scale(const double* shifted, const float* inv_rms, float* out, std::int64_t n, std::int64_t cols) {
+  RSS_GRID_STRIDE(k, n) out[k] = static_cast<float>(inv_rms[k / cols] * shifted[k]);
 }
 
 template <class T>  // T: the storage type of the call (one instantiation per baseline)
@@ -110,43 +125,37 @@ __global__ void exponential(const float* in, float* out, std::int64_t n) {
 
 template <class T>  // T: the storage type of the call (one instantiation per baseline)
 __global__ void row_sum(const float* e, float* sum, std::int64_t rows, std::int64_t cols) {
-  reduce_rows(e, sum, rows, cols, 0.0, SumDouble{}, 1.0);
+  reduce_rows(e, sum, rows, cols, cols, 0.0, SumDouble{}, 1.0);
 }
 
 template <class T>
-__global__ void divide(const float* e, const float* sum, T* y, std::int64_t n, std::int64_t cols) {
-  RSS_GRID_STRIDE(k, n) y[k] = StorageTraits<T>::from_float(e[k] / sum[k / cols]);
+__global__ void divide(const float* e, const float* sum, T* y, std::int64_t n, std::int64_t cols, std::int64_t ld_y) {
+  RSS_GRID_STRIDE(k, n) y[strided(k, cols, ld_y)] = StorageTraits<T>::from_float(e[k] / sum[k / cols]);
 }
 
 #undef RSS_GRID_STRIDE
 
-inline std::size_t workspace_bytes(std::int64_t rows, std::int64_t cols, bool* overflow) {
-  WorkspaceCarver carver;
-  Workspace::carve(carver, rows, cols);
-  *overflow = carver.overflowed();
-  return carver.bytes();
-}
-
 /// Issues the nine kernels. Arguments are already validated and rows * cols > 0.
 template <class T>
-Status launch(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace, const Launcher& launch) {
+Status launch(const T* x, T* y, const Layout& l, void* workspace, const Launcher& launch) {
   WorkspaceCarver carver(workspace);
-  const Workspace w = Workspace::carve(carver, rows, cols);
-  const std::int64_t n = rows * cols;
+  const Workspace w = Workspace::carve(carver, l.rows, l.cols);
+  const std::int64_t rows = l.rows, cols = l.cols, n = rows * cols;
   // Enough blocks to fill any current GPU; the grid-stride loops cover the rest.
   const unsigned elementwise_grid = grid_for((n + threads - 1) / threads < 65536 ? (n + threads - 1) / threads : 65536);
   const unsigned row_grid = grid_for(rows < 65536 ? rows : 65536);
   const unsigned rows_grid = grid_for((rows + threads - 1) / threads);
 
-  RSS_TRY(launch("baseline::square", square<T>, elementwise_grid, threads, 0, false, 0, x, w.a, n));
-  RSS_TRY(launch("baseline::row_mean", row_mean<T>, row_grid, threads, 0, false, 0, w.a, w.mean_sq, rows, cols));
+  RSS_TRY(launch("baseline::square", square<T>, elementwise_grid, threads, 0, false, 0, x, w.wide, n, cols, l.ld_x));
+  RSS_TRY(launch("baseline::row_mean", row_mean<T>, row_grid, threads, 0, false, 0, w.wide, w.mean_sq, rows, cols));
   RSS_TRY(launch("baseline::inverse_rms", inverse_rms<T>, rows_grid, threads, 0, false, 0, w.mean_sq, w.inv_rms, rows));
-  RSS_TRY(launch("baseline::row_max", row_max<T>, row_grid, threads, 0, false, 0, x, w.max, rows, cols));
-  RSS_TRY(launch("baseline::shift", shift<T>, elementwise_grid, threads, 0, false, 0, x, w.max, w.b, n, cols));
-  RSS_TRY(launch("baseline::scale", scale<T>, elementwise_grid, threads, 0, false, 0, w.b, w.inv_rms, w.a, n, cols));
-  RSS_TRY(launch("baseline::exp", exponential<T>, elementwise_grid, threads, 0, false, 0, w.a, w.b, n));
-  RSS_TRY(launch("baseline::row_sum", row_sum<T>, row_grid, threads, 0, false, 0, w.b, w.sum, rows, cols));
-  return launch("baseline::divide", divide<T>, elementwise_grid, threads, 0, false, 0, w.b, w.sum, y, n, cols);
+  RSS_TRY(launch("baseline::row_max", row_max<T>, row_grid, threads, 0, false, 0, x, w.max, rows, cols, l.ld_x));
+  RSS_TRY(launch("baseline::shift", shift<T>, elementwise_grid, threads, 0, false, 0, x, w.max, w.wide, n, cols, l.ld_x));
+  RSS_TRY(launch("baseline::scale", scale<T>, elementwise_grid, threads, 0, false, 0, w.wide, w.inv_rms, w.scaled, n, cols));
+  RSS_TRY(launch("baseline::exp", exponential<T>, elementwise_grid, threads, 0, false, 0, w.scaled, w.exps(), n));
+  RSS_TRY(launch("baseline::row_sum", row_sum<T>, row_grid, threads, 0, false, 0, w.exps(), w.sum, rows, cols));
+  return launch("baseline::divide", divide<T>, elementwise_grid, threads, 0, false, 0, w.exps(), w.sum, y, n, cols,
+                l.ld_y);
 }
 
 }  // namespace detail::baseline
@@ -156,26 +165,19 @@ template <class T>
 Status baseline_workspace_bytes(std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
   if (bytes == nullptr) return Status::null_pointer;
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
-  bool overflow = false;
-  const std::size_t n = detail::baseline::workspace_bytes(rows, cols, &overflow);
-  if (overflow) return Status::size_overflow;
-  *bytes = n;
-  return Status::success;
+  return detail::carved_bytes<detail::baseline::Workspace>(bytes, rows, cols);
 }
 
 /// rms_scaled_softmax as nine kernels with full-size intermediates (strategy `baseline`).
-/// x and y are rows x cols row-major device arrays; workspace holds at least
-/// baseline_workspace_bytes() bytes. Asynchronous on `stream`; never synchronises.
+/// Workspace: at least baseline_workspace_bytes() bytes. Asynchronous on `stream`; never synchronises.
 template <class T>
-Status baseline(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace, std::size_t workspace_bytes,
+Status baseline(const T* x, T* y, const Layout& layout, void* workspace, std::size_t workspace_bytes,
                 cudaStream_t stream = nullptr) noexcept {
   std::size_t required = 0;
-  RSS_TRY(baseline_workspace_bytes<T>(rows, cols, &required));
-  RSS_TRY(validate_call(x, y, rows, cols, sizeof(T), workspace, workspace_bytes, required));
-  if (rows == 0 || cols == 0) return Status::success;
-  int device = 0;
-  RSS_TRY(detail::current_device(&device));
-  return detail::baseline::launch(x, y, rows, cols, workspace, detail::Launcher{stream});
+  RSS_TRY(baseline_workspace_bytes<T>(layout.rows, layout.cols, &required));
+  RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
+  if (layout.empty()) return Status::success;
+  return detail::baseline::launch(x, y, layout, workspace, detail::Launcher{stream});
 }
 
 }  // namespace rss

@@ -12,7 +12,7 @@ namespace rss {
 
 /// Owns one captured and instantiated graph of the baseline for fixed pointers and shape.
 ///   BaselineGraph<float> graph;
-///   graph.capture(x, y, rows, cols, workspace, bytes);   // once
+///   graph.capture(x, y, rss::Layout::contiguous(rows, cols), workspace, bytes);   // once
 ///   graph.replay(stream);                                 // many times
 template <class T>
 class BaselineGraph {
@@ -35,21 +35,18 @@ class BaselineGraph {
 
   /// Captures the nine kernels for these arguments (validated as `baseline` validates them) on a
   /// private stream and instantiates the graph. A rows == 0 or cols == 0 problem captures nothing.
-  Status capture(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
-                 std::size_t workspace_bytes) noexcept {
+  Status capture(const T* x, T* y, const Layout& layout, void* workspace, std::size_t workspace_bytes) noexcept {
     std::size_t required = 0;
-    RSS_TRY(baseline_workspace_bytes<T>(rows, cols, &required));
-    RSS_TRY(validate_call(x, y, rows, cols, sizeof(T), workspace, workspace_bytes, required));
+    RSS_TRY(baseline_workspace_bytes<T>(layout.rows, layout.cols, &required));
+    RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
     reset();
-    if (rows == 0 || cols == 0) return Status::success;
-    int device = 0;
-    RSS_TRY(detail::current_device(&device));
+    if (layout.empty()) return Status::success;
 
     cudaStream_t capture_stream = nullptr;
     RSS_TRY(detail::from_cuda(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking)));
     Status s = detail::from_cuda(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
     if (ok(s)) {
-      const Status launched = detail::baseline::launch(x, y, rows, cols, workspace, detail::Launcher{capture_stream});
+      const Status launched = detail::baseline::launch(x, y, layout, workspace, detail::Launcher{capture_stream});
       cudaGraph_t graph = nullptr;
       s = detail::from_cuda(cudaStreamEndCapture(capture_stream, &graph));  // always ends the capture
       if (!ok(launched)) s = launched;
@@ -109,10 +106,10 @@ class BaselineGraph {
 /// It exists so every strategy has the same call shape; to benefit from a graph, keep a
 /// BaselineGraph and replay it.
 template <class T>
-Status baseline_graph(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
-                      std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
+Status baseline_graph(const T* x, T* y, const Layout& layout, void* workspace, std::size_t workspace_bytes,
+                      cudaStream_t stream = nullptr) noexcept {
   BaselineGraph<T> graph;
-  RSS_TRY(graph.capture(x, y, rows, cols, workspace, workspace_bytes));
+  RSS_TRY(graph.capture(x, y, layout, workspace, workspace_bytes));
   return graph.replay(stream);
 }
 

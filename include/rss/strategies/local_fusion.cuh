@@ -53,76 +53,62 @@ struct Workspace {
   }
 };
 
-/// The (row, chunk) work item `item` of a launch, as a tile of x.
+/// The (row, chunk) work item `item` of a launch, as a tile of x and of y.
 struct Tile {
-  std::int64_t row, chunk, offset, size;
-  __device__ Tile(std::int64_t item, std::int64_t cols, Geometry g)
-      : row(item / g.chunks), chunk(item % g.chunks), offset(row * cols + chunk * g.chunk_elems),
-        size(min(g.chunk_elems, cols - chunk * g.chunk_elems)) {}
+  std::int64_t row, chunk, x_offset, y_offset, size;
+  __device__ Tile(std::int64_t item, const Layout& l, Geometry g)
+      : row(item / g.chunks), chunk(item % g.chunks), x_offset(row * l.ld_x + chunk * g.chunk_elems),
+        y_offset(row * l.ld_y + chunk * g.chunk_elems), size(min(g.chunk_elems, l.cols - chunk * g.chunk_elems)) {}
 };
 
 template <class T>
-__global__ void __launch_bounds__(threads) stats(const T* x, std::int64_t rows, std::int64_t cols, Geometry g,
-                                                 RowStatsPartial* partials) {
+__global__ void __launch_bounds__(threads) stats(const T* x, Layout l, Geometry g, RowStatsPartial* partials) {
   __shared__ typename BlockRowStats<threads>::TempStorage storage;
-  for (std::int64_t item = blockIdx.x; item < rows * g.chunks; item += gridDim.x) {
-    const Tile tile(item, cols, g);
-    const RowStatsPartial p = BlockRowStats<threads>::tile(x + tile.offset, tile.size, storage);
+  for (std::int64_t item = blockIdx.x; item < l.rows * g.chunks; item += gridDim.x) {
+    const Tile tile(item, l, g);
+    const RowStatsPartial p = BlockRowStats<threads>::tile(x + tile.x_offset, tile.size, storage);
     if (threadIdx.x == 0) partials[item] = p;
   }
 }
 
 template <class T>
-__global__ void __launch_bounds__(threads) exp_sum(const T* x, std::int64_t rows, std::int64_t cols, Geometry g,
-                                                   const RowStatsPartial* partials, float* sums) {
-  __shared__ union {
-    typename BlockRowStats<threads>::TempStorage stats;
-    typename BlockExpSum<threads>::TempStorage sum;
-  } storage;
-  for (std::int64_t item = blockIdx.x; item < rows * g.chunks; item += gridDim.x) {
-    const Tile tile(item, cols, g);
+__global__ void __launch_bounds__(threads) exp_sum(const T* x, Layout l, Geometry g, const RowStatsPartial* partials,
+                                                   float* sums) {
+  __shared__ PhaseScratch<threads> storage;
+  for (std::int64_t item = blockIdx.x; item < l.rows * g.chunks; item += gridDim.x) {
+    const Tile tile(item, l, g);
     const RowStatsPartial row =
         BlockRowStats<threads>::combine(partials + tile.row * g.chunks, static_cast<int>(g.chunks), storage.stats);
-    const RowScale scale = make_row_scale(row, cols);
-    const float s = BlockExpSum<threads>::tile(x + tile.offset, tile.size, scale, storage.sum);
+    const RowScale scale = make_row_scale(row, l.cols);
+    const float s = BlockExpSum<threads>::tile(x + tile.x_offset, tile.size, scale, storage.sum);
     if (threadIdx.x == 0) sums[item] = s;
   }
 }
 
 template <class T>
-__global__ void __launch_bounds__(threads) normalize(const T* x, T* y, std::int64_t rows, std::int64_t cols,
-                                                     Geometry g, const RowStatsPartial* partials, const float* sums) {
-  __shared__ union {
-    typename BlockRowStats<threads>::TempStorage stats;
-    typename BlockExpSum<threads>::TempStorage sum;
-  } storage;
-  for (std::int64_t item = blockIdx.x; item < rows * g.chunks; item += gridDim.x) {
-    const Tile tile(item, cols, g);
+__global__ void __launch_bounds__(threads) normalize(const T* x, T* y, Layout l, Geometry g,
+                                                     const RowStatsPartial* partials, const float* sums) {
+  __shared__ PhaseScratch<threads> storage;
+  for (std::int64_t item = blockIdx.x; item < l.rows * g.chunks; item += gridDim.x) {
+    const Tile tile(item, l, g);
     const RowStatsPartial row =
         BlockRowStats<threads>::combine(partials + tile.row * g.chunks, static_cast<int>(g.chunks), storage.stats);
     const float total = BlockExpSum<threads>::combine(sums + tile.row * g.chunks, static_cast<int>(g.chunks), storage.sum);
-    BlockNormalize<threads>::tile(x + tile.offset, y + tile.offset, tile.size, make_row_scale(row, cols), 1.0f / total);
+    BlockNormalize<threads>::tile(x + tile.x_offset, y + tile.y_offset, tile.size, make_row_scale(row, l.cols),
+                                  1.0f / total);
   }
 }
 
-inline std::size_t workspace_bytes(std::int64_t rows, std::int64_t cols, bool* overflow) {
-  WorkspaceCarver carver;
-  Workspace::carve(carver, rows, cols);
-  *overflow = carver.overflowed();
-  return carver.bytes();
-}
-
 template <class T>
-Status launch(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace, int sm_count,
-              const Launcher& launch) {
+Status launch(const T* x, T* y, const Layout& l, void* workspace, int sm_count, const Launcher& launch) {
   WorkspaceCarver carver(workspace);
-  const Workspace w = Workspace::carve(carver, rows, cols);
-  const Geometry g = geometry(rows, cols, sm_count);
-  const unsigned grid = grid_for(rows * g.chunks);
-  RSS_TRY(launch("local_fusion::stats", stats<T>, grid, threads, 0, false, 0, x, rows, cols, g, w.stats));
-  RSS_TRY(launch("local_fusion::exp_sum", exp_sum<T>, grid, threads, 0, false, 0, x, rows, cols, g,
+  const Workspace w = Workspace::carve(carver, l.rows, l.cols);
+  const Geometry g = geometry(l.rows, l.cols, sm_count);
+  const unsigned grid = grid_for(l.rows * g.chunks);
+  RSS_TRY(launch("local_fusion::stats", stats<T>, grid, threads, 0, false, 0, x, l, g, w.stats));
+  RSS_TRY(launch("local_fusion::exp_sum", exp_sum<T>, grid, threads, 0, false, 0, x, l, g,
                  static_cast<const RowStatsPartial*>(w.stats), w.sums));
-  return launch("local_fusion::normalize", normalize<T>, grid, threads, 0, false, 0, x, y, rows, cols, g,
+  return launch("local_fusion::normalize", normalize<T>, grid, threads, 0, false, 0, x, y, l, g,
                 static_cast<const RowStatsPartial*>(w.stats), static_cast<const float*>(w.sums));
 }
 
@@ -133,25 +119,21 @@ template <class T>
 Status local_fusion_workspace_bytes(std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
   if (bytes == nullptr) return Status::null_pointer;
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
-  bool overflow = false;
-  const std::size_t n = detail::local_fusion::workspace_bytes(rows, cols, &overflow);
-  if (overflow) return Status::size_overflow;
-  *bytes = n;
-  return Status::success;
+  return detail::carved_bytes<detail::local_fusion::Workspace>(bytes, rows, cols);
 }
 
 /// rms_scaled_softmax as three kernels: statistics, exponential sums, normalisation (strategy
 /// `local_fusion`). Asynchronous on `stream`; never synchronises.
 template <class T>
-Status local_fusion(const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
-                    std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
+Status local_fusion(const T* x, T* y, const Layout& layout, void* workspace, std::size_t workspace_bytes,
+                    cudaStream_t stream = nullptr) noexcept {
   std::size_t required = 0;
-  RSS_TRY(local_fusion_workspace_bytes<T>(rows, cols, &required));
-  RSS_TRY(validate_call(x, y, rows, cols, sizeof(T), workspace, workspace_bytes, required));
-  if (rows == 0 || cols == 0) return Status::success;
+  RSS_TRY(local_fusion_workspace_bytes<T>(layout.rows, layout.cols, &required));
+  RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
+  if (layout.empty()) return Status::success;
   int sm_count = 0;
   RSS_TRY(detail::current_sm_count(&sm_count));
-  return detail::local_fusion::launch(x, y, rows, cols, workspace, sm_count, detail::Launcher{stream});
+  return detail::local_fusion::launch(x, y, layout, workspace, sm_count, detail::Launcher{stream});
 }
 
 }  // namespace rss

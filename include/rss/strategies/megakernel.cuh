@@ -39,6 +39,8 @@ enum class Sync { grid, row, none };
 /// The kernel's view of a plan and of its workspace buffers.
 struct Params {
   std::int64_t cols;
+  std::int64_t ld_x;            // row strides of x and y, in elements
+  std::int64_t ld_y;
   std::int64_t first_row;       // first row of this launch
   std::int64_t rows;            // rows in this launch
   std::int64_t tile_elems;
@@ -54,14 +56,11 @@ struct Params {
 /// A grid with fewer groups than rows (block_row's persistent grid) loops over rows; a grid with
 /// barriers has exactly one group per row, so every block makes the same single pass.
 template <class T, Sync S, bool Retain>
-__global__ void __launch_bounds__(threads) kernel(const T* __restrict__ x, T* __restrict__ y, Params p,
+__global__ void __launch_bounds__(threads) kernel(const T* x, T* y, Params p,
                                                   int first_phase, int last_phase) {
   extern __shared__ float4 retained_storage[];  // float4: 16-byte alignment for the tile
   float* retained = reinterpret_cast<float*>(retained_storage);
-  __shared__ union {
-    typename BlockRowStats<threads>::TempStorage stats;
-    typename BlockExpSum<threads>::TempStorage sum;
-  } storage;
+  __shared__ PhaseScratch<threads> storage;
 
   const int bpr = p.blocks_per_row;
   const std::int64_t group = blockIdx.x / bpr;  // this block's row group: its partials and barrier slot
@@ -77,12 +76,14 @@ __global__ void __launch_bounds__(threads) kernel(const T* __restrict__ x, T* __
   };
 
   for (std::int64_t local_row = group; local_row < p.rows; local_row += gridDim.x / bpr) {
-    const std::int64_t row_offset = (p.first_row + local_row) * p.cols;
+    const std::int64_t row = p.first_row + local_row;
+    const T* x_row = x + row * p.ld_x;
+    T* y_row = y + row * p.ld_y;
     RowStatsPartial row_stats = RowStatsPartial::identity();
     if (first_phase <= 1) {
       for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
         float* keep = (Retain && t == k) ? retained : nullptr;
-        row_stats = CombineRowStats{}(row_stats, BlockRowStats<threads>::tile(x + row_offset + t * p.tile_elems,
+        row_stats = CombineRowStats{}(row_stats, BlockRowStats<threads>::tile(x_row + t * p.tile_elems,
                                                                             tile_size(t), storage.stats, keep));
       }
       if (!row_in_block) {
@@ -100,7 +101,7 @@ __global__ void __launch_bounds__(threads) kernel(const T* __restrict__ x, T* __
         if (Retain && t == k) {
           sum += BlockExpSum<threads>::retained_tile(retained, tile_size(t), scale, storage.sum);
         } else {
-          sum += BlockExpSum<threads>::tile(x + row_offset + t * p.tile_elems, tile_size(t), scale, storage.sum);
+          sum += BlockExpSum<threads>::tile(x_row + t * p.tile_elems, tile_size(t), scale, storage.sum);
         }
       }
       if (!row_in_block) {
@@ -112,11 +113,11 @@ __global__ void __launch_bounds__(threads) kernel(const T* __restrict__ x, T* __
     if (!row_in_block) sum = BlockExpSum<threads>::combine(group_sums, bpr, storage.sum);
     const float inv_sum = 1.0f / sum;
     for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
-      const std::int64_t offset = row_offset + t * p.tile_elems;
+      const std::int64_t offset = t * p.tile_elems;
       if (Retain && t == k) {
-        BlockNormalize<threads>::retained_tile(retained, y + offset, tile_size(t), inv_sum);
+        BlockNormalize<threads>::retained_tile(retained, y_row + offset, tile_size(t), inv_sum);
       } else {
-        BlockNormalize<threads>::tile(x + offset, y + offset, tile_size(t), scale, inv_sum);
+        BlockNormalize<threads>::tile(x_row + offset, y_row + offset, tile_size(t), scale, inv_sum);
       }
     }
     if (Retain) __syncthreads();  // the next row overwrites the retained tile
@@ -222,39 +223,48 @@ struct Workspace {
 };
 
 /// Issues the launches of `plan`. Arguments are validated; the workspace's barrier states are zero
-/// or were left by a previous call (both are valid states).
+/// or were left by a previous call (both are valid states). A launch failing after an earlier one
+/// wrote rows of y returns partial_output (rss::last_cuda_error() keeps the CUDA error).
 template <class T>
-Status launch_plan(Strategy strategy, const MegakernelPlan& plan, const T* x, T* y, void* workspace,
-                   std::int64_t max_blocks, const Launcher& launch) {
+Status launch_plan(Strategy strategy, const MegakernelPlan& plan, const T* x, T* y, const Layout& layout,
+                   void* workspace, std::int64_t max_blocks, const Launcher& launch) {
   Variant<T> v{};
   RSS_TRY(variant_of<T>(strategy, &v));
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, max_blocks);
   if (launch.record != nullptr) launch.record->evicted_tiles += plan.evicted_tiles;
+  bool wrote_y = false;
+  const auto issue = [&](Status s, bool writes_y) {
+    if (!ok(s)) return wrote_y ? Status::partial_output : s;
+    wrote_y = wrote_y || writes_y;
+    return s;
+  };
   for (std::int64_t i = 0; i < plan.launch_count; ++i) {
     const MegakernelLaunch l = plan.launch(i);
-    const Params p{plan.cols, l.first_row, l.row_count, plan.tile_elems, plan.tiles_per_row, plan.blocks_per_row,
-                   w.stats, w.sums, w.barriers};
+    const Params p{plan.cols,          layout.ld_x,         layout.ld_y, l.first_row, l.row_count,
+                   plan.tile_elems,    plan.tiles_per_row,  plan.blocks_per_row,
+                   w.stats,            w.sums,              w.barriers};
     const auto grid = static_cast<unsigned>(l.grid_blocks);
     if (v.three_launches) {
       for (int phase = 1; phase <= 3; ++phase)
-        RSS_TRY(launch(v.name, v.kernel, grid, threads, 0, false, plan.blocks_per_sm, x, y, p, phase, phase));
+        RSS_TRY(issue(launch(v.name, v.kernel, grid, threads, 0, false, plan.blocks_per_sm, x, y, p, phase, phase),
+                      phase == 3));
     } else {
-      RSS_TRY(launch(v.name, v.kernel, grid, threads, plan.dynamic_shared_bytes, v.cooperative, plan.blocks_per_sm,
-                     x, y, p, 1, 3));
+      RSS_TRY(issue(launch(v.name, v.kernel, grid, threads, plan.dynamic_shared_bytes, v.cooperative,
+                           plan.blocks_per_sm, x, y, p, 1, 3),
+                    true));
     }
   }
   return Status::success;
 }
 
 template <class T>
-Status run(Strategy strategy, const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
-           const Launcher& launch) {
+Status run(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace, const Launcher& launch) {
   MegakernelPlan plan;
-  RSS_TRY(make_plan<T>(strategy, rows, cols, &plan));
+  RSS_TRY(make_plan<T>(strategy, layout.rows, layout.cols, &plan));
   std::int64_t max_blocks = 0;
   RSS_TRY(max_blocks_per_launch(&max_blocks));
-  return launch_plan<T>(strategy, plan, x, y, workspace, max_blocks, launch);
+  return launch_plan<T>(strategy, plan, x, y, layout, workspace, max_blocks, launch);
 }
 
 }  // namespace detail::megakernel
@@ -267,10 +277,7 @@ Status megakernel_workspace_bytes(std::int64_t rows, std::int64_t cols, std::siz
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
   std::int64_t max_blocks = 0;
   RSS_TRY(detail::megakernel::max_blocks_per_launch(&max_blocks));
-  detail::WorkspaceCarver carver;
-  detail::megakernel::Workspace::carve(carver, max_blocks);
-  *bytes = carver.bytes();
-  return Status::success;
+  return detail::carved_bytes<detail::megakernel::Workspace>(bytes, max_blocks);
 }
 
 /// Zeroes the barrier states of a megakernel workspace, asynchronously on `stream`. Needed once
@@ -291,27 +298,29 @@ inline Status prepare_megakernel_workspace(void* workspace, std::size_t workspac
 template <class T>
 class Megakernel {
  public:
-  /// Validates, plans on the current device and zeroes the workspace's barrier states on `stream`.
-  Status initialize(Strategy strategy, const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
+  /// Validates, plans on the current device and, for megakernel_row, zeroes the workspace's barrier
+  /// states on `stream`. On any refusal the object keeps its previous state.
+  Status initialize(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace,
                     std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
     detail::megakernel::Variant<T> v{};
     RSS_TRY(detail::megakernel::variant_of<T>(strategy, &v));
     std::size_t required = 0;
-    RSS_TRY(megakernel_workspace_bytes<T>(rows, cols, &required));
-    RSS_TRY(validate_call(x, y, rows, cols, sizeof(T), workspace, workspace_bytes, required));
-    ready_ = false;
-    if (rows == 0 || cols == 0) {
-      plan_ = MegakernelPlan{};
-      ready_ = true;
-      return Status::success;
+    RSS_TRY(megakernel_workspace_bytes<T>(layout.rows, layout.cols, &required));
+    RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
+    MegakernelPlan plan{};
+    std::int64_t max_blocks = 0;
+    if (!layout.empty()) {
+      RSS_TRY(detail::megakernel::make_plan<T>(strategy, layout.rows, layout.cols, &plan));
+      RSS_TRY(detail::megakernel::max_blocks_per_launch(&max_blocks));
+      if (strategy == Strategy::megakernel_row) RSS_TRY(prepare_megakernel_workspace(workspace, workspace_bytes, stream));
     }
-    RSS_TRY(detail::megakernel::make_plan<T>(strategy, rows, cols, &plan_));
-    RSS_TRY(detail::megakernel::max_blocks_per_launch(&max_blocks_));
-    RSS_TRY(prepare_megakernel_workspace(workspace, workspace_bytes, stream));
     strategy_ = strategy;
     x_ = x;
     y_ = y;
+    layout_ = layout;
     workspace_ = workspace;
+    plan_ = plan;
+    max_blocks_ = max_blocks;
     ready_ = true;
     return Status::success;
   }
@@ -319,7 +328,7 @@ class Megakernel {
   /// Issues the planned launches on `stream`. Asynchronous; never synchronises.
   Status run(cudaStream_t stream = nullptr) const noexcept {
     if (!ready_) return Status::invalid_strategy;
-    return detail::megakernel::launch_plan<T>(strategy_, plan_, x_, y_, workspace_, max_blocks_,
+    return detail::megakernel::launch_plan<T>(strategy_, plan_, x_, y_, layout_, workspace_, max_blocks_,
                                               detail::Launcher{stream});
   }
 
@@ -328,7 +337,7 @@ class Megakernel {
     if (out == nullptr) return Status::null_pointer;
     if (!ready_) return Status::invalid_strategy;
     LaunchList list;
-    RSS_TRY(detail::megakernel::launch_plan<T>(strategy_, plan_, x_, y_, workspace_, max_blocks_,
+    RSS_TRY(detail::megakernel::launch_plan<T>(strategy_, plan_, x_, y_, layout_, workspace_, max_blocks_,
                                                detail::Launcher{nullptr, &list, true}));
     *out = list;
     return Status::success;
@@ -340,6 +349,7 @@ class Megakernel {
   Strategy strategy_ = Strategy::megakernel_grid;
   const T* x_ = nullptr;
   T* y_ = nullptr;
+  Layout layout_{};
   void* workspace_ = nullptr;
   std::int64_t max_blocks_ = 0;
   MegakernelPlan plan_{};
@@ -348,10 +358,10 @@ class Megakernel {
 
 /// One-call form of the megakernel strategies: plans, prepares the workspace and runs.
 template <class T>
-Status megakernel(Strategy strategy, const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
+Status megakernel(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace,
                   std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
   Megakernel<T> op;
-  RSS_TRY(op.initialize(strategy, x, y, rows, cols, workspace, workspace_bytes, stream));
+  RSS_TRY(op.initialize(strategy, x, y, layout, workspace, workspace_bytes, stream));
   return op.run(stream);
 }
 

@@ -1,0 +1,35 @@
+#pragma once
+// Combining per-block values across a thread-block cluster through distributed shared memory: each
+// block pushes its value into a slot of every block of the cluster (remote shared-memory stores),
+// one cluster barrier publishes them, and every thread then reduces its own block's copies. No
+// global memory, no atomics, no remote reads after the barrier, so a block may exit as soon as it
+// has passed its last barrier.
+#include <cooperative_groups.h>
+
+namespace rss::detail {
+
+/// Reduces one value per block of the cluster; every thread of every block gets the total, combined
+/// in rank order (the same bits in every block). `block_value` need only be valid in thread 0.
+/// `slots` is a __shared__ array of at least cluster_size elements; it is pushed into again only after
+/// the caller's next cluster barrier (by which time every block has read it). cluster_size 1 works
+/// without a cluster launch: a block barrier replaces the cluster's.
+template <class V, class Op>
+__device__ __forceinline__ V cluster_all_reduce(V block_value, V* slots, int cluster_size, Op op) {
+  namespace cg = cooperative_groups;
+  if (cluster_size == 1) {
+    if (threadIdx.x == 0) slots[0] = block_value;
+    __syncthreads();
+    return slots[0];
+  }
+  const cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) {
+    const unsigned rank = cluster.block_rank();
+    for (int peer = 0; peer < cluster_size; ++peer) *cluster.map_shared_rank(slots + rank, peer) = block_value;
+  }
+  cluster.sync();  // release/acquire at cluster scope: every pushed value is visible to its block
+  V total = slots[0];
+  for (int r = 1; r < cluster_size; ++r) total = op(total, slots[r]);
+  return total;
+}
+
+}  // namespace rss::detail

@@ -1,0 +1,416 @@
+// Leading dimensions, in-place calls and the pointer checks of the public API on a real device, for
+// every strategy and automatic; rss::Operator with automatic; every cluster_row configuration.
+#include <catch2/catch.hpp>
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "rss/rss.cuh"
+#include "support/device.cuh"
+#include "support/random_input.hpp"
+
+namespace {
+
+using rss::Layout;
+using rss::Status;
+using rss::Strategy;
+
+template <class T>
+T from_float(float v) {
+  return static_cast<T>(v);
+}
+template <>
+__nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <class T>
+double to_double(T v) { return static_cast<double>(v); }
+template <>
+double to_double<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+const char* type_name() {
+  return rss::dtype_name(rss::detail::StorageTraits<T>::dtype);
+}
+
+/// Every concrete strategy and automatic.
+std::vector<Strategy> strategies_and_automatic() {
+  std::vector<Strategy> s(std::begin(rss::all_strategies), std::end(rss::all_strategies));
+  s.push_back(Strategy::automatic);
+  return s;
+}
+
+constexpr unsigned char kSentinel = 0x5A;  // a finite, distinctive value in every storage type
+
+/// A rows x cols problem stored with leading dimension `ld`: the matrix elements are fresh random
+/// values, the padding between rows holds `padding` (NaN for x: a strategy that reads it fails).
+template <class T>
+struct Strided {
+  Layout layout;
+  std::uint64_t seed;
+  std::vector<T> x;                 // (rows - 1) * ld_x + cols elements
+  std::vector<double> reference;    // rows * cols, contiguous
+
+  Strided(const Layout& l, std::uint64_t seed_) : layout(l), seed(seed_) {
+    const auto values = rss_test::random_rows(l.rows, l.cols, seed);
+    x.assign(static_cast<std::size_t>(extent(l.ld_x)), from_float<T>(std::nanf("")));
+    std::vector<double> stored(values.size());
+    for (std::int64_t i = 0; i < l.rows; ++i) {
+      for (std::int64_t j = 0; j < l.cols; ++j) {
+        const T v = from_float<T>(values[static_cast<std::size_t>(i * l.cols + j)]);
+        x[static_cast<std::size_t>(i * l.ld_x + j)] = v;
+        stored[static_cast<std::size_t>(i * l.cols + j)] = to_double(v);
+      }
+    }
+    reference.resize(values.size());
+    rss::reference::rms_scaled_softmax(stored.data(), reference.data(), l.rows, l.cols);
+  }
+
+  std::int64_t extent(std::int64_t ld) const { return (layout.rows - 1) * ld + layout.cols; }
+
+  /// The worst row error of y (stored with leading dimension ld) against the reference.
+  double error(const std::vector<T>& y, std::int64_t ld) const {
+    std::vector<double> dense(reference.size());
+    for (std::int64_t i = 0; i < layout.rows; ++i)
+      for (std::int64_t j = 0; j < layout.cols; ++j)
+        dense[static_cast<std::size_t>(i * layout.cols + j)] = to_double(y[static_cast<std::size_t>(i * ld + j)]);
+    return rss::reference::max_row_relative_error(dense.data(), reference.data(), layout.rows, layout.cols);
+  }
+
+  /// Indices of y's padding (between rows, and `tail` elements after the last row) that do not hold
+  /// the sentinel bytes; empty when none was written.
+  std::string padding_written(const std::vector<T>& y, std::int64_t ld) const {
+    std::string bad;
+    T sentinel;
+    std::memset(static_cast<void*>(&sentinel), kSentinel, sizeof(T));
+    for (std::int64_t k = 0; k < static_cast<std::int64_t>(y.size()); ++k) {
+      const bool in_matrix = k < extent(ld) && k % ld < layout.cols;
+      if (!in_matrix && std::memcmp(&y[static_cast<std::size_t>(k)], &sentinel, sizeof(T)) != 0) {
+        if (bad.size() < 200) bad += std::to_string(k) + " ";
+      }
+    }
+    return bad;
+  }
+};
+
+/// A device workspace of the size `strategy` asks for, zeroed.
+template <class T>
+std::size_t workspace_for(Strategy strategy, std::int64_t rows, std::int64_t cols) {
+  std::size_t bytes = 0;
+  REQUIRE(rss::workspace_bytes<T>(strategy, rows, cols, &bytes) == Status::success);
+  return bytes;
+}
+
+template <class T>
+std::vector<T> download(const rss_test::DeviceBuffer& b, std::size_t count) {
+  std::vector<T> out(count);
+  RSS_TEST_CUDA(cudaDeviceSynchronize());
+  RSS_TEST_CUDA(cudaMemcpy(out.data(), b.get(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+std::vector<unsigned char> bytes_of(const rss_test::DeviceBuffer& b) {
+  std::vector<unsigned char> out(b.bytes());
+  RSS_TEST_CUDA(cudaDeviceSynchronize());
+  RSS_TEST_CUDA(cudaMemcpy(out.data(), b.get(), out.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+/// (a) strided x and y: the result matches the reference and y's padding is untouched.
+template <class T>
+void check_strided(Strategy strategy, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  constexpr std::int64_t tail = 16;
+  const Strided<T> p(Layout{rows, cols, cols + 3, cols + 5}, rss_test::fresh_seed());
+  INFO(rss::strategy_name(strategy) << " " << type_name<T>() << " " << rows << " x " << cols << " ld_x " << cols + 3
+                                    << " ld_y " << cols + 5 << " seed " << p.seed);
+  rss_test::DeviceBuffer x(p.x.size() * sizeof(T));
+  RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
+  const auto y_count = static_cast<std::size_t>(p.extent(p.layout.ld_y) + tail);
+  rss_test::DeviceBuffer y(y_count * sizeof(T));
+  RSS_TEST_CUDA(cudaMemset(y.get(), kSentinel, y.bytes()));
+  const std::size_t bytes = workspace_for<T>(strategy, rows, cols);
+  rss_test::DeviceBuffer workspace(bytes);
+  if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
+
+  Strategy ran = Strategy::automatic;
+  const Status s = rss::rms_scaled_softmax(strategy, x.get<const T>(), y.get<T>(), p.layout, workspace.get(), bytes,
+                                           stream, &ran);
+  INFO("status: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+  REQUIRE(s == Status::success);
+  RSS_TEST_CUDA(cudaStreamSynchronize(stream));
+  RSS_TEST_CUDA(cudaGetLastError());
+  if (strategy == Strategy::automatic) {
+    CHECK(ran != Strategy::automatic);
+  } else {
+    CHECK(ran == strategy);
+  }
+  INFO("ran " << rss::strategy_name(ran));
+  const auto out = download<T>(y, y_count);
+  const double error = p.error(out, p.layout.ld_y);
+  const double tolerance = rss::reference::tolerance(rss::detail::StorageTraits<T>::dtype);
+  INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
+  CHECK(error <= tolerance);
+  const std::string written = p.padding_written(out, p.layout.ld_y);
+  INFO("padding of y written at " << written);
+  CHECK(written.empty());
+}
+
+/// (b) in place: y == x with the same leading dimension gives the reference, padding untouched.
+template <class T>
+void check_in_place(Strategy strategy, std::int64_t rows, std::int64_t cols, std::int64_t ld, cudaStream_t stream) {
+  constexpr std::int64_t tail = 16;
+  const Strided<T> p(Layout{rows, cols, ld, ld}, rss_test::fresh_seed());
+  INFO(rss::strategy_name(strategy) << " " << type_name<T>() << " in place " << rows << " x " << cols << " ld " << ld
+                                    << " seed " << p.seed);
+  const auto count = static_cast<std::size_t>(p.extent(ld) + tail);
+  rss_test::DeviceBuffer xy(count * sizeof(T));
+  RSS_TEST_CUDA(cudaMemset(xy.get(), kSentinel, xy.bytes()));
+  // Only the matrix elements: the padding keeps the sentinel, to prove nothing writes it.
+  for (std::int64_t i = 0; i < rows; ++i) {
+    RSS_TEST_CUDA(cudaMemcpy(xy.get<T>() + i * ld, p.x.data() + i * ld, static_cast<std::size_t>(cols) * sizeof(T),
+                             cudaMemcpyHostToDevice));
+  }
+  const std::size_t bytes = workspace_for<T>(strategy, rows, cols);
+  rss_test::DeviceBuffer workspace(bytes);
+  if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
+  const Status s = rss::rms_scaled_softmax(strategy, xy.get<const T>(), xy.get<T>(), p.layout, workspace.get(), bytes,
+                                           stream);
+  INFO("status: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+  REQUIRE(s == Status::success);
+  RSS_TEST_CUDA(cudaStreamSynchronize(stream));
+  const auto out = download<T>(xy, count);
+  const double error = p.error(out, ld);
+  const double tolerance = rss::reference::tolerance(rss::detail::StorageTraits<T>::dtype);
+  INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
+  CHECK(error <= tolerance);
+  const std::string written = p.padding_written(out, ld);
+  INFO("padding written at " << written);
+  CHECK(written.empty());
+}
+
+/// (c), (d), (e): refusals that launch nothing and leave y untouched.
+template <class T>
+void check_refusals(Strategy strategy, cudaStream_t stream) {
+  const std::int64_t rows = 5, cols = 1001;
+  const Layout layout = Layout::contiguous(rows, cols);
+  const auto n = static_cast<std::size_t>(rows * cols);
+  const Strided<T> p(layout, rss_test::fresh_seed());
+  INFO(rss::strategy_name(strategy) << " " << type_name<T>() << " seed " << p.seed);
+  // One buffer for x and y (so that they can overlap), one for y alone.
+  rss_test::DeviceBuffer both((2 * n + 64) * sizeof(T)), y(n * sizeof(T));
+  RSS_TEST_CUDA(cudaMemcpy(both.get(), p.x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  RSS_TEST_CUDA(cudaMemset(both.get<T>() + n, kSentinel, (n + 64) * sizeof(T)));
+  RSS_TEST_CUDA(cudaMemset(y.get(), kSentinel, y.bytes()));
+  const std::size_t bytes = workspace_for<T>(strategy, rows, cols);
+  rss_test::DeviceBuffer workspace(bytes);
+  if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
+  const auto both_before = bytes_of(both);
+  const auto y_before = bytes_of(y);
+  const T* xd = both.get<const T>();
+  const auto call = [&](const T* in, T* out, const Layout& l, void* ws = nullptr) {
+    Strategy ran = Strategy::baseline;
+    const Status s = rss::rms_scaled_softmax(strategy, in, out, l, ws != nullptr ? ws : workspace.get(), bytes,
+                                             stream, &ran);
+    CHECK(ran == Strategy::baseline);  // not written on a refusal
+    return s;
+  };
+
+  {  // partial overlap of x and y
+    CHECK(call(xd, both.get<T>() + 1, layout) == Status::overlapping_buffers);
+    CHECK(call(xd, both.get<T>() + n - 1, layout) == Status::overlapping_buffers);
+    CHECK(call(xd + 8, both.get<T>(), layout) == Status::overlapping_buffers);
+    CHECK(call(xd, both.get<T>() + cols, layout) == Status::overlapping_buffers);  // y one row down
+    // Same pointer, different leading dimensions: not in place.
+    CHECK(call(xd, both.get<T>(), Layout{2, 1000, 1001, 1000}) == Status::overlapping_buffers);
+    if (bytes > 0) {
+      // The workspace may overlap neither: a workspace-sized block at the (aligned) start of x.
+      rss_test::DeviceBuffer big(bytes + 2 * n * sizeof(T));
+      RSS_TEST_CUDA(cudaMemset(big.get(), kSentinel, big.bytes()));
+      RSS_TEST_CUDA(cudaMemcpy(big.get(), p.x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+      CHECK(call(big.get<const T>(), y.get<T>(), layout, big.get()) == Status::overlapping_buffers);
+    }
+  }
+  {  // host memory
+    std::vector<T> host_x(p.x.begin(), p.x.end());
+    std::vector<T> host_y(n);
+    std::memset(static_cast<void*>(host_y.data()), kSentinel, n * sizeof(T));
+    const std::vector<T> host_y_before = host_y;
+    CHECK(call(host_x.data(), y.get<T>(), layout) == Status::not_device_memory);
+    CHECK(call(xd, host_y.data(), layout) == Status::not_device_memory);
+    CHECK(call(host_x.data(), host_y.data(), layout) == Status::not_device_memory);
+    T* pinned_x = nullptr;
+    T* pinned_y = nullptr;
+    RSS_TEST_CUDA(cudaMallocHost(&pinned_x, n * sizeof(T)));
+    RSS_TEST_CUDA(cudaMallocHost(&pinned_y, n * sizeof(T)));
+    std::memcpy(pinned_x, p.x.data(), n * sizeof(T));
+    std::memset(static_cast<void*>(pinned_y), kSentinel, n * sizeof(T));
+    CHECK(call(pinned_x, y.get<T>(), layout) == Status::not_device_memory);
+    CHECK(call(xd, pinned_y, layout) == Status::not_device_memory);
+    CHECK(call(pinned_x, pinned_x, layout) == Status::not_device_memory);  // in place on host
+    if (bytes > 0) {
+      void* pinned_ws = nullptr;
+      RSS_TEST_CUDA(cudaMallocHost(&pinned_ws, bytes));
+      CHECK(call(xd, y.get<T>(), layout, pinned_ws) == Status::not_device_memory);
+      RSS_TEST_CUDA(cudaFreeHost(pinned_ws));
+    }
+    RSS_TEST_CUDA(cudaDeviceSynchronize());
+    CHECK(std::memcmp(host_y.data(), host_y_before.data(), n * sizeof(T)) == 0);
+    CHECK(std::memcmp(pinned_x, p.x.data(), n * sizeof(T)) == 0);
+    CHECK(std::memcmp(pinned_y, host_y_before.data(), n * sizeof(T)) == 0);
+    RSS_TEST_CUDA(cudaFreeHost(pinned_x));
+    RSS_TEST_CUDA(cudaFreeHost(pinned_y));
+  }
+  {  // a leading dimension below cols
+    CHECK(call(xd, y.get<T>(), Layout{rows, cols, cols - 1, cols}) == Status::invalid_layout);
+    CHECK(call(xd, y.get<T>(), Layout{rows, cols, cols, cols - 1}) == Status::invalid_layout);
+    CHECK(call(xd, y.get<T>(), Layout{rows, cols, 0, 0}) == Status::invalid_layout);
+    CHECK(call(xd, y.get<T>(), Layout{1, cols, 1, cols}) == Status::invalid_layout);
+  }
+  RSS_TEST_CUDA(cudaStreamSynchronize(stream));
+  RSS_TEST_CUDA(cudaGetLastError());
+  CHECK(bytes_of(both) == both_before);
+  CHECK(bytes_of(y) == y_before);
+}
+
+template <class T>
+void check_layouts_all_strategies() {
+  cudaStream_t stream = nullptr;
+  RSS_TEST_CUDA(cudaStreamCreate(&stream));
+  for (Strategy strategy : strategies_and_automatic()) {
+    for (std::int64_t rows : {3, 37}) {
+      for (std::int64_t cols : {1001, 4097}) {
+        check_strided<T>(strategy, rows, cols, stream);
+        check_in_place<T>(strategy, rows, cols, cols, stream);
+        check_in_place<T>(strategy, rows, cols, cols + 3, stream);
+      }
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+
+TEST_CASE("strided x and y match the reference and leave y's padding untouched (fp32)", "[gpu][api][layout]") {
+  check_layouts_all_strategies<float>();
+}
+
+TEST_CASE("strided x and y match the reference and leave y's padding untouched (bf16)", "[gpu][api][layout]") {
+  check_layouts_all_strategies<__nv_bfloat16>();
+}
+
+TEST_CASE("overlaps, host memory and short leading dimensions are refused before any launch", "[gpu][api][layout]") {
+  cudaStream_t stream = nullptr;
+  RSS_TEST_CUDA(cudaStreamCreate(&stream));
+  for (Strategy strategy : strategies_and_automatic()) {
+    check_refusals<float>(strategy, stream);
+    check_refusals<__nv_bfloat16>(strategy, stream);
+  }
+  cudaStreamDestroy(stream);
+}
+
+TEST_CASE("the automatic operator runs and reports a concrete strategy", "[gpu][api][automatic]") {
+  cudaStream_t stream = nullptr;
+  RSS_TEST_CUDA(cudaStreamCreate(&stream));
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {1, 131072}, {64, 131072}, {1, 1048576},
+                     {3, 4097}, {37, 1001}}) {
+    const auto [rows, cols] = shape;
+    const Strided<float> p(Layout::contiguous(rows, cols), rss_test::fresh_seed());
+    INFO(rows << " x " << cols << " seed " << p.seed);
+    rss_test::DeviceBuffer x(p.x.size() * sizeof(float)), y(p.x.size() * sizeof(float));
+    RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
+    const std::size_t bytes = workspace_for<float>(Strategy::automatic, rows, cols);
+    rss_test::DeviceBuffer workspace(bytes);
+    if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
+
+    rss::Operator<float> op;
+    CHECK_FALSE(op.ready());
+    rss::LaunchList list;
+    CHECK(op.describe(&list) == Status::invalid_strategy);  // not initialised
+    CHECK(op.run(stream) == Status::invalid_strategy);
+    const Status init = op.initialize(Strategy::automatic, x.get<const float>(), y.get<float>(), p.layout,
+                                      workspace.get(), bytes, stream);
+    INFO("initialize: " << rss::status_message(init));
+    REQUIRE(init == Status::success);
+    REQUIRE(op.ready());
+    CHECK(op.strategy() != Strategy::automatic);
+    INFO("picked " << rss::strategy_name(op.strategy()));
+
+    REQUIRE(op.describe(&list) == Status::success);
+    CHECK(list.kernels >= 1);
+    CHECK(list.host_launches >= 1);
+    CHECK(op.describe(nullptr) == Status::null_pointer);
+    // The one-call description of automatic names the same kernels.
+    rss::LaunchList one_call;
+    REQUIRE(rss::describe_launches<float>(Strategy::automatic, rows, cols, &one_call) == Status::success);
+    CHECK(one_call.kernels == list.kernels);
+
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      rss_test::poison(y);
+      Strategy ran = Strategy::automatic;
+      const Status s = op.run(stream, &ran);
+      INFO("run " << repeat << ": " << rss::status_message(s));
+      REQUIRE(s == Status::success);
+      CHECK(ran == op.strategy());
+      const auto out = download<float>(y, p.x.size());
+      CHECK(p.error(out, cols) <= rss::reference::fp32_tolerance);
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
+TEST_CASE("cluster_row matches the reference with every configuration that fits", "[gpu][cluster_row]") {
+  rss::ClusterLimits limits;
+  REQUIRE(rss::detail::cluster_row::current_cluster_limits(&limits) == Status::success);
+  if (limits.max_cluster_size == 0) {
+    WARN("no thread-block clusters on this device: cluster_row is not tested");
+    return;
+  }
+  cudaStream_t stream = nullptr;
+  RSS_TEST_CUDA(cudaStreamCreate(&stream));
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131072}, {5, 4097}, {3, 70001}}) {
+    const auto [rows, cols] = shape;
+    const Strided<float> p(Layout::contiguous(rows, cols), rss_test::fresh_seed());
+    rss_test::DeviceBuffer x(p.x.size() * sizeof(float)), y(p.x.size() * sizeof(float));
+    RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
+    int tested = 0;
+    for (int threads : rss::cluster_row_threads) {
+      for (int elems : rss::cluster_row_elems) {
+        for (int cluster_size : {1, 2, 3, 4, 8, 16}) {
+          const rss::ClusterConfig c{threads, elems, cluster_size};
+          if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size)) continue;
+          INFO(rows << " x " << cols << " threads " << threads << " elems " << elems << " cluster " << cluster_size
+                    << " seed " << p.seed);
+          rss::ClusterRow<float> op;
+          const Status init = op.initialize(x.get<const float>(), y.get<float>(), p.layout, &c);
+          INFO("initialize: " << rss::status_message(init) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+          REQUIRE(init == Status::success);
+          CHECK(op.plan().config == c);
+          CHECK(op.plan().grid_blocks == rows * cluster_size);
+          rss::LaunchList list;
+          REQUIRE(op.describe(&list) == Status::success);
+          CHECK(list.kernels == 1);
+          rss_test::poison(y);
+          const Status s = op.run(stream);
+          INFO("run: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+          CHECK(s == Status::success);
+          ++tested;
+          if (s != Status::success) continue;  // report every configuration, not only the first failure
+          RSS_TEST_CUDA(cudaStreamSynchronize(stream));
+          RSS_TEST_CUDA(cudaGetLastError());
+          const auto out = download<float>(y, p.x.size());
+          const double error = p.error(out, cols);
+          INFO("max row relative error " << error);
+          CHECK(error <= rss::reference::fp32_tolerance);
+        }
+      }
+    }
+    INFO(rows << " x " << cols);
+    CHECK(tested > 0);
+  }
+  cudaStreamDestroy(stream);
+}

@@ -1,0 +1,277 @@
+// The cluster_row planner (one thread-block cluster per row, the row held in registers) and the
+// choice of strategy `automatic` (tuning table first, heuristic otherwise). Pure host code.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "rss/planner/cluster_plan.hpp"
+#include "rss/tuning/auto_select.hpp"
+#include "rss/tuning/tables.hpp"
+
+using rss::ClusterConfig;
+using rss::ClusterPlan;
+using rss::DType;
+using rss::Status;
+using rss::Strategy;
+
+namespace {
+
+ClusterPlan plan_for(std::int64_t rows, std::int64_t cols, DType dtype = DType::fp32,
+                     const ClusterConfig* preferred = nullptr) {
+  ClusterPlan plan;
+  REQUIRE(rss::plan_cluster_row(rss::hopper_cluster_limits(), rows, cols, dtype, preferred, &plan) == Status::success);
+  return plan;
+}
+
+/// The kernel contract of cluster_plan.hpp, for a plan of a non-empty shape.
+void check_contract(const ClusterPlan& p, std::int64_t rows, std::int64_t cols, DType dtype) {
+  CAPTURE(rows, cols, rss::dtype_name(dtype), p.config.threads, p.config.elems_per_thread, p.config.cluster_size,
+          p.chunk_elems, p.grid_blocks);
+  CHECK(p.rows == rows);
+  CHECK(p.cols == cols);
+  CHECK(p.config.cluster_size >= 1);
+  CHECK(p.config.cluster_size <= 16);
+  CHECK(rss::cluster_config_fits(p.config, cols, dtype, 16));
+  CHECK(p.chunk_elems * p.config.cluster_size >= cols);
+  CHECK(p.chunk_elems % 8 == 0);
+  CHECK(p.chunk_elems <= static_cast<std::int64_t>(p.config.threads) * p.config.elems_per_thread);
+  CHECK(p.config.elems_per_thread % (16 / rss::dtype_bytes(dtype)) == 0);  // whole 16-byte vectors
+  CHECK(p.grid_blocks == rows * p.config.cluster_size);
+  // No block of the cluster is idle: the last block owns at least one element.
+  CHECK(p.chunk_elems * (p.config.cluster_size - 1) < cols);
+}
+
+}  // namespace
+
+TEST_CASE("cluster_row plans one cluster per row that holds the whole row", "[planner][cluster_row]") {
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131072}, {64, 131072}, {4096, 4096}, {16384, 8192},
+                     {4096, 32768}, {32, 128256}, {3, 7}, {5, 4097}, {3, 70001}}) {
+    const auto [rows, cols] = shape;
+    for (DType dtype : {DType::fp32, DType::bf16, DType::fp16}) check_contract(plan_for(rows, cols, dtype), rows, cols, dtype);
+  }
+}
+
+TEST_CASE("cluster_row's default configuration: 64 bytes per thread in one block, else 128 in the fewest", "[planner][cluster_row]") {
+  // The H200 pilot's winners (bench/results/pilot/h200_pilot.json).
+  CHECK(plan_for(4096, 4096).config == ClusterConfig{256, 16, 1});
+  CHECK(plan_for(16384, 8192).config == ClusterConfig{512, 16, 1});
+  CHECK(plan_for(16384, 8192, DType::bf16).config == ClusterConfig{256, 32, 1});
+  CHECK(plan_for(4096, 32768).config == ClusterConfig{512, 32, 2});
+  CHECK(plan_for(64, 131072).config == ClusterConfig{512, 32, 8});
+  CHECK(plan_for(64, 131072, DType::bf16).config == ClusterConfig{512, 32, 8});
+  CHECK(plan_for(1, 131072).config == ClusterConfig{512, 32, 8});
+  const ClusterPlan vocab = plan_for(32, 128256);
+  CHECK(vocab.config == ClusterConfig{512, 32, 8});
+  CHECK(vocab.chunk_elems == 16032);
+  CHECK(vocab.grid_blocks == 32 * 8);
+  // Short rows: the fewest elements per thread that hold the row.
+  CHECK(plan_for(10, 1000).config == ClusterConfig{256, 4, 1});
+  CHECK(plan_for(10, 1000, DType::bf16).config == ClusterConfig{256, 8, 1});
+  // Longer than 16 x 512 x 16 elements: the largest register tile (32 per thread).
+  const ClusterPlan big = plan_for(2, 200000);
+  CHECK(big.config.elems_per_thread == 32);
+  check_contract(big, 2, 200000, DType::fp32);
+}
+
+TEST_CASE("cluster_row refuses rows longer than a cluster of 16 holds", "[planner][cluster_row]") {
+  ClusterPlan plan;
+  plan.grid_blocks = 12345;  // untouched on failure
+  for (DType dtype : {DType::fp32, DType::bf16}) {
+    CHECK(rss::plan_cluster_row(rss::hopper_cluster_limits(), 1, 1048576, dtype, nullptr, &plan) == Status::not_admissible);
+    CHECK(plan.grid_blocks == 12345);
+  }
+  // The longest row a cluster of 16 holds: 16 blocks x 512 threads x 32 elements.
+  const std::int64_t longest = 16 * 512 * 32;
+  CHECK(rss::plan_cluster_row(rss::hopper_cluster_limits(), 1, longest, DType::fp32, nullptr, &plan) == Status::success);
+  CHECK(plan.config == ClusterConfig{512, 32, 16});
+  CHECK(rss::plan_cluster_row(rss::hopper_cluster_limits(), 1, longest + 1, DType::fp32, nullptr, &plan) ==
+        Status::not_admissible);
+  // Portable clusters of 8 hold half as much.
+  CHECK(rss::plan_cluster_row({132, 8}, 1, longest / 2 + 1, DType::fp32, nullptr, &plan) == Status::not_admissible);
+  CHECK(rss::plan_cluster_row({132, 8}, 1, longest / 2, DType::fp32, nullptr, &plan) == Status::success);
+  CHECK(plan.config.cluster_size == 8);
+}
+
+TEST_CASE("cluster_row plans empty shapes and refuses bad arguments and devices without clusters", "[planner][cluster_row]") {
+  const rss::ClusterLimits hopper = rss::hopper_cluster_limits();
+  ClusterPlan plan;
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{0, 4096}, {4096, 0}, {0, 0}}) {
+    plan.grid_blocks = 7;
+    REQUIRE(rss::plan_cluster_row(hopper, shape.first, shape.second, DType::fp32, nullptr, &plan) == Status::success);
+    CHECK(plan.grid_blocks == 0);
+    CHECK(plan.rows == shape.first);
+    CHECK(plan.cols == shape.second);
+  }
+  plan.grid_blocks = 7;
+  CHECK(rss::plan_cluster_row(hopper, -1, 4096, DType::fp32, nullptr, &plan) == Status::negative_size);
+  CHECK(rss::plan_cluster_row(hopper, 4096, -1, DType::fp32, nullptr, &plan) == Status::negative_size);
+  CHECK(rss::plan_cluster_row(hopper, 4096, 4096, DType::fp32, nullptr, nullptr) == Status::null_pointer);
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  CHECK(rss::plan_cluster_row(hopper, max / 1024, 1024, DType::fp32, nullptr, &plan) == Status::size_overflow);
+  CHECK(rss::plan_cluster_row({132, 0}, 4096, 4096, DType::fp32, nullptr, &plan) == Status::unsupported_device);
+  CHECK(rss::plan_cluster_row({0, 16}, 4096, 4096, DType::fp32, nullptr, &plan) == Status::unsupported_device);
+  CHECK(plan.grid_blocks == 7);  // untouched by every refusal
+  // An empty problem needs nothing from the device.
+  CHECK(rss::plan_cluster_row({132, 0}, 0, 4096, DType::fp32, nullptr, &plan) == Status::success);
+  // The grid is capped at 2^31 - 1 blocks: later rows are looped over by the same clusters.
+  REQUIRE(rss::plan_cluster_row(hopper, std::int64_t{1} << 33, 8, DType::fp32, nullptr, &plan) == Status::success);
+  CHECK(plan.grid_blocks <= std::numeric_limits<std::int32_t>::max());
+  CHECK(plan.grid_blocks % plan.config.cluster_size == 0);
+}
+
+TEST_CASE("cluster_row uses a preferred configuration only when it fits the row", "[planner][cluster_row]") {
+  const ClusterConfig fits{512, 8, 1};  // 4096 elements: exactly one 4096-element row
+  CHECK(plan_for(4096, 4096, DType::fp32, &fits).config == fits);
+  const ClusterConfig clustered{256, 8, 4};  // 4 x 2048 elements
+  const ClusterPlan c = plan_for(100, 8000, DType::fp32, &clustered);
+  CHECK(c.config == clustered);
+  CHECK(c.chunk_elems == 2000);
+  CHECK(c.grid_blocks == 400);
+  check_contract(c, 100, 8000, DType::fp32);
+
+  const ClusterConfig default_4096 = plan_for(4096, 4096).config;
+  for (const ClusterConfig& bad : {ClusterConfig{256, 4, 1},     // holds 1024 elements only
+                                   ClusterConfig{128, 32, 1},    // 128 threads: not instantiated
+                                   ClusterConfig{512, 12, 1},    // 12 per thread: not instantiated
+                                   ClusterConfig{512, 16, 17},   // beyond the device's clusters
+                                   ClusterConfig{512, 16, 0}}) {
+    CAPTURE(bad.threads, bad.elems_per_thread, bad.cluster_size);
+    CHECK_FALSE(rss::cluster_config_fits(bad, 4096, DType::fp32, 16));
+    CHECK(plan_for(4096, 4096, DType::fp32, &bad).config == default_4096);
+  }
+  // 4 elements are one fp32 vector but half a bf16 one.
+  const ClusterConfig four{512, 4, 2};
+  CHECK(rss::cluster_config_fits(four, 4096, DType::fp32, 16));
+  CHECK_FALSE(rss::cluster_config_fits(four, 4096, DType::bf16, 16));
+  CHECK(plan_for(4096, 4096, DType::bf16, &four).config == plan_for(4096, 4096, DType::bf16).config);
+}
+
+TEST_CASE("cluster_row never gives 2-byte types 4 elements per thread", "[planner][cluster_row]") {
+  for (std::int64_t cols = 1; cols <= 300000; cols = cols * 3 / 2 + 1) {
+    for (DType dtype : {DType::bf16, DType::fp16}) {
+      CAPTURE(cols, rss::dtype_name(dtype));
+      const ClusterConfig c = rss::default_cluster_config(cols, dtype, 16);
+      if (c.cluster_size == 0) continue;  // too long for a cluster
+      CHECK(c.elems_per_thread != 4);
+      CHECK(c.elems_per_thread % 8 == 0);
+      ClusterPlan p;
+      REQUIRE(rss::plan_cluster_row(rss::hopper_cluster_limits(), 3, cols, dtype, nullptr, &p) == Status::success);
+      check_contract(p, 3, cols, dtype);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// automatic
+
+namespace {
+constexpr rss::AutoDevice hopper_like{132, 16, true, nullptr};
+}
+
+TEST_CASE("the automatic heuristic keeps rows in clusters and sends long rows to the megakernels", "[tuning][automatic]") {
+  CHECK(rss::auto_select(hopper_like, 4096, 4096, DType::fp32).strategy == Strategy::cluster_row);
+  CHECK(rss::auto_select(hopper_like, 1, 1048576, DType::fp32).strategy == Strategy::megakernel_grid);
+  CHECK(rss::auto_select(hopper_like, 1, 16777216, DType::fp32).strategy == Strategy::megakernel_row);
+  const rss::AutoChoice c = rss::auto_select(hopper_like, 4096, 4096, DType::bf16);
+  CHECK(c.strategy == Strategy::cluster_row);
+  CHECK_FALSE(c.from_table);
+  CHECK(c.cluster.cluster_size == 0);  // the planner's default
+  // Even one row that a cluster holds stays in a cluster (it beat megakernel_grid on the H200).
+  CHECK(rss::auto_select(hopper_like, 1, 131072, DType::fp32).strategy == Strategy::cluster_row);
+  CHECK(rss::auto_select(hopper_like, 64, 131072, DType::fp32).strategy == Strategy::cluster_row);
+  // The heuristic and auto_select agree when there is no table.
+  CHECK(rss::heuristic_choice(hopper_like, 4096, 4096, DType::fp32).strategy == Strategy::cluster_row);
+}
+
+TEST_CASE("the automatic heuristic only picks what the device can launch", "[tuning][automatic]") {
+  const rss::AutoDevice no_clusters{132, 0, true, nullptr};
+  const Strategy s = rss::auto_select(no_clusters, 4096, 4096, DType::fp32).strategy;
+  CHECK(s != Strategy::cluster_row);
+  CHECK(s != Strategy::automatic);
+  const rss::AutoDevice no_cooperative{132, 16, false, nullptr};
+  CHECK(rss::auto_select(no_cooperative, 1, 131072, DType::fp32).strategy == Strategy::cluster_row);
+  const Strategy long_row = rss::auto_select(no_cooperative, 1, 16777216, DType::fp32).strategy;
+  CHECK(long_row != Strategy::megakernel_grid);
+  CHECK(long_row != Strategy::megakernel_row);
+  CHECK(long_row != Strategy::cluster_row);
+  const rss::AutoDevice nothing{132, 0, false, nullptr};
+  CHECK(rss::auto_select(nothing, 4096, 4096, DType::fp32).strategy == rss::fallback_strategy);
+  CHECK(rss::auto_select(nothing, 1, 16777216, DType::fp32).strategy == rss::fallback_strategy);
+}
+
+TEST_CASE("a tuning table entry wins over the heuristic for its dtype and ranges only", "[tuning][automatic]") {
+  const rss::TuningEntry entries[] = {
+      {DType::bf16, 1, 10000, 1, 10000, Strategy::baseline, {}},              // another dtype
+      {DType::fp32, 1, 100, 100000, 200000, Strategy::cluster_row, {512, 16, 16}},
+      {DType::fp32, 1000, 8192, 1000, 8192, Strategy::block_row, {}},
+      {DType::fp32, 1, 100, 100000, 200000, Strategy::megakernel_row, {}},  // behind the cluster entry
+  };
+  const rss::TuningTable table{"Test GPU", entries, static_cast<int>(sizeof(entries) / sizeof(entries[0]))};
+  rss::AutoDevice d = hopper_like;
+  d.table = &table;
+
+  const rss::AutoChoice t = rss::auto_select(d, 4096, 4096, DType::fp32);
+  CHECK(t.strategy == Strategy::block_row);  // the heuristic says cluster_row
+  CHECK(t.from_table);
+
+  const rss::AutoChoice c = rss::auto_select(d, 1, 131072, DType::fp32);
+  CHECK(c.strategy == Strategy::cluster_row);  // the heuristic says megakernel_grid
+  CHECK(c.cluster == ClusterConfig{512, 16, 16});
+  CHECK(c.from_table);
+
+  // The bf16 entry covers 4096 x 4096 but is ignored for fp32, and the fp32 entries for bf16.
+  const rss::AutoChoice b = rss::auto_select(d, 4096, 4096, DType::bf16);
+  CHECK(b.strategy == Strategy::baseline);
+  CHECK(b.from_table);
+  const rss::AutoChoice h = rss::auto_select(d, 1, 131072, DType::bf16);
+  CHECK_FALSE(h.from_table);
+  CHECK(h.strategy == rss::heuristic_choice(d, 1, 131072, DType::bf16).strategy);
+  // Outside every range: the heuristic.
+  const rss::AutoChoice outside = rss::auto_select(d, 1, 16777216, DType::fp32);
+  CHECK_FALSE(outside.from_table);
+  CHECK(outside.strategy == Strategy::megakernel_row);
+  CHECK_FALSE(rss::auto_select(d, 999, 4096, DType::fp32).from_table);
+  CHECK(rss::auto_select(d, 1000, 1000, DType::fp32).from_table);  // ranges are inclusive
+  CHECK(rss::auto_select(d, 8192, 8192, DType::fp32).from_table);
+  CHECK_FALSE(rss::auto_select(d, 8193, 8192, DType::fp32).from_table);
+
+  // Without clusters the cluster_row entry is skipped: the next entry that covers the shape answers.
+  d.max_cluster_size = 0;
+  const rss::AutoChoice skipped = rss::auto_select(d, 1, 131072, DType::fp32);
+  CHECK(skipped.strategy == Strategy::megakernel_row);
+  CHECK(skipped.from_table);
+  CHECK(rss::auto_select(d, 4096, 4096, DType::fp32).strategy == Strategy::block_row);
+}
+
+TEST_CASE("a cluster_row table entry without a later match falls to the heuristic on a device without clusters",
+          "[tuning][automatic]") {
+  const rss::TuningEntry entries[] = {{DType::fp32, 1, 100000, 1, 100000, Strategy::cluster_row, {}}};
+  const rss::TuningTable table{"Test GPU", entries, 1};
+  const rss::AutoDevice d{132, 0, true, &table};
+  const rss::AutoChoice c = rss::auto_select(d, 4096, 4096, DType::fp32);
+  CHECK_FALSE(c.from_table);
+  CHECK(c.strategy != Strategy::cluster_row);
+  CHECK(c.strategy == rss::heuristic_choice(d, 4096, 4096, DType::fp32).strategy);
+}
+
+TEST_CASE("shipped tuning tables are found by device name and never pick automatic", "[tuning][automatic]") {
+  CHECK(rss::tuning_table_for("NVIDIA H200") != nullptr);
+  CHECK(rss::tuning_table_for("NVIDIA H100 80GB HBM3") != nullptr);
+  CHECK(rss::tuning_table_for("NVIDIA A100-SXM4-80GB") == nullptr);
+  CHECK(rss::tuning_table_for(nullptr) == nullptr);
+  for (const rss::TuningTable& t : rss::shipped_tables) {
+    CAPTURE(t.device_name_prefix);
+    for (int i = 0; i < t.count; ++i) {
+      CHECK(t.entries[i].strategy != Strategy::automatic);
+      if (t.entries[i].cluster.cluster_size > 0) CHECK(t.entries[i].strategy == Strategy::cluster_row);
+    }
+  }
+  rss::AutoDevice d = hopper_like;
+  d.table = rss::tuning_table_for("NVIDIA H200");
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {1, 1048576}, {1, 16777216}, {32, 128256}}) {
+    const rss::AutoChoice c = rss::auto_select(d, shape.first, shape.second, DType::fp32);
+    CHECK(c.strategy != Strategy::automatic);
+  }
+}
