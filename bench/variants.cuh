@@ -174,7 +174,7 @@ inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
                    return detail::prepare_strategy(s, b, nullptr, p);
                  }});
   }
-  const rss::ClusterLimits limits = rss::hopper_cluster_limits(shape.sm_count);
+  const rss::ClusterLimits limits{shape.sm_count, rss::detail::cluster_row::launched_cluster_size};
   for (const int threads : rss::cluster_row_threads) {
     for (const int elems : rss::cluster_row_elems) {
       for (const int cluster : {1, 2, 3, 4, 6, 8, 12, 16}) {

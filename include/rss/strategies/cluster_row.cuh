@@ -24,7 +24,13 @@
 namespace rss {
 namespace detail::cluster_row {
 
-inline constexpr int max_cluster_size = 16;  // Hopper's largest (non-portable) cluster
+inline constexpr int max_cluster_size = 16;  // Hopper's largest (non-portable) cluster: sizes the slots
+
+/// The cluster sizes the library launches: up to the portable 8. Non-portable 16-block clusters ran
+/// in the single-file bench but were refused at launch (cudaErrorInvalidClusterSize, "cluster
+/// misconfiguration") in the multi-file test binary although the attribute was set and
+/// cudaOccupancyMaxActiveClusters admitted them; until that is understood they are not used.
+inline constexpr int launched_cluster_size = 8;
 
 template <class T, int Threads>
 struct SharedState {
@@ -40,7 +46,7 @@ struct SharedState {
 /// tests, which also saves the registers their predicates would take.
 template <bool Checked, class T, int Threads, int ElemsPerThread>
 __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64_t n, std::int64_t cols,
-                                            int cluster_size, SharedState<T, Threads>& shared) {
+                                            int cluster_size, ClusterStart& start, SharedState<T, Threads>& shared) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   constexpr int V = ElemsPerThread / W;  // 16-byte vectors per thread
@@ -68,7 +74,7 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
       if (valid(u, e)) stats.add(Traits::to_float(raw[u].v[e]));
   }
   stats = cub::BlockReduce<RowStatsPartial, Threads>(shared.stats_storage).Reduce(stats, CombineRowStats{});
-  const RowScale scale = make_row_scale(cluster_all_reduce(stats, shared.stats_slots, cluster_size, CombineRowStats{}), cols);
+  const RowScale scale = make_row_scale(cluster_all_reduce(stats, shared.stats_slots, cluster_size, start, CombineRowStats{}), cols);
 
   // fp32 keeps the exponentials in the registers that held x; 16-bit types keep x as stored (half the
   // registers, so twice the elements per thread at the same occupancy) and recompute the exponentials.
@@ -85,7 +91,7 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
     }
   }
   sum = cub::BlockReduce<float, Threads>(shared.sum_storage).Sum(sum);
-  const float inv_sum = 1.0f / cluster_all_reduce(sum, shared.sum_slots, cluster_size, SumFloat{});
+  const float inv_sum = 1.0f / cluster_all_reduce(sum, shared.sum_slots, cluster_size, start, SumFloat{});
   const auto out = [&](int u, int e) {
     if constexpr (keep_exps) return Traits::from_float(exps[u][e] * inv_sum);
     return Traits::from_float(scale.exp_of(Traits::to_float(raw[u].v[e])) * inv_sum);
@@ -118,9 +124,10 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, Layout l, st
   const int rank = cluster_size > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
   const std::int64_t begin = rank * chunk;
   const std::int64_t n = max(min(chunk, l.cols - begin), std::int64_t{0});
+  ClusterStart start(cluster_size);
   for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
     process_row<Checked, T, Threads, ElemsPerThread>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, l.cols,
-                                                     cluster_size, shared);
+                                                     cluster_size, start, shared);
   }
 }
 
@@ -157,7 +164,7 @@ inline Status current_cluster_limits(ClusterLimits* limits) {
   int sms = 0, cluster_launch = 0;
   RSS_TRY(from_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)));
   RSS_TRY(from_cuda(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device)));
-  *limits = {sms, cluster_launch != 0 ? max_cluster_size : 0};
+  *limits = {sms, cluster_launch != 0 ? launched_cluster_size : 0};
   return Status::success;
 }
 

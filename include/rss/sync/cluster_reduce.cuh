@@ -8,13 +8,27 @@
 
 namespace rss::detail {
 
+/// A block may write into another block's shared memory only once that block has started. Every
+/// block arrives on a cluster barrier when it starts (ClusterStart's constructor, called by every
+/// thread) and waits on it before its first push, so the wait costs nothing unless a peer is late.
+struct ClusterStart {
+  bool pending;
+  __device__ explicit ClusterStart(int cluster_size) : pending(cluster_size > 1) {
+    if (pending) cooperative_groups::this_cluster().barrier_arrive();
+  }
+  __device__ void wait() {
+    if (pending) cooperative_groups::this_cluster().barrier_wait();
+    pending = false;
+  }
+};
+
 /// Reduces one value per block of the cluster; every thread of every block gets the total, combined
-/// in rank order (the same bits in every block). `block_value` need only be valid in thread 0.
-/// `slots` is a __shared__ array of at least cluster_size elements; it is pushed into again only after
-/// the caller's next cluster barrier (by which time every block has read it). cluster_size 1 works
-/// without a cluster launch: a block barrier replaces the cluster's.
+/// in rank order (the same bits in every block). `block_value` need only be valid in thread 0. Every
+/// thread of the block calls it. `slots` is a __shared__ array of at least cluster_size elements; it is
+/// pushed into again only after the caller's next cluster barrier (by which time every block has read
+/// it). cluster_size 1 works without a cluster launch: a block barrier replaces the cluster's.
 template <class V, class Op>
-__device__ __forceinline__ V cluster_all_reduce(V block_value, V* slots, int cluster_size, Op op) {
+__device__ __forceinline__ V cluster_all_reduce(V block_value, V* slots, int cluster_size, ClusterStart& start, Op op) {
   namespace cg = cooperative_groups;
   if (cluster_size == 1) {
     if (threadIdx.x == 0) slots[0] = block_value;
@@ -22,6 +36,7 @@ __device__ __forceinline__ V cluster_all_reduce(V block_value, V* slots, int clu
     return slots[0];
   }
   const cg::cluster_group cluster = cg::this_cluster();
+  start.wait();  // every peer has started: its shared memory exists
   if (threadIdx.x == 0) {
     const unsigned rank = cluster.block_rank();
     for (int peer = 0; peer < cluster_size; ++peer) *cluster.map_shared_rank(slots + rank, peer) = block_value;
