@@ -14,6 +14,7 @@
 #include "rss/rss.cuh"
 #include "support/device.cuh"
 #include "support/random_input.hpp"
+#include "support/storage.cuh"
 
 namespace {
 
@@ -21,17 +22,8 @@ using rss::Layout;
 using rss::Status;
 using rss::Strategy;
 
-template <class T>
-T from_float(float v) {
-  return static_cast<T>(v);
-}
-template <>
-__nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-template <class T>
-double to_double(T v) { return static_cast<double>(v); }
-template <>
-double to_double<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+using rss_test::from_float;
+using rss_test::to_double;
 
 template <class T>
 const char* type_name() {

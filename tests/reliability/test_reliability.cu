@@ -19,23 +19,15 @@
 #include "rss/rss.cuh"
 #include "support/device.cuh"
 #include "support/random_input.hpp"
+#include "support/storage.cuh"
 
 namespace {
 
 using rss::Status;
 using rss::Strategy;
 
-float to_float(float v) { return v; }
-float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-float to_float(__half v) { return __half2float(v); }
-template <class T>
-T from_float(float v);
-template <>
-float from_float<float>(float v) { return v; }
-template <>
-__nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__half from_float<__half>(float v) { return __float2half_rn(v); }
+using rss_test::from_float;
+using rss_test::to_float;
 
 /// Rows whose reference holds a NaN must come back all NaN; the others within the tolerance.
 bool matches_reference(const std::vector<double>& y, const std::vector<double>& ref, std::int64_t rows,

@@ -13,6 +13,7 @@
 #include "rss/rss.cuh"
 #include "support/device.cuh"
 #include "support/random_input.hpp"
+#include "support/storage.cuh"
 
 namespace {
 
@@ -22,21 +23,8 @@ struct Shape {
   std::int64_t rows, cols;
 };
 
-template <class T>
-T from_float(float v) {
-  return static_cast<T>(v);
-}
-template <>
-__nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-__half from_float<__half>(float v) { return __float2half_rn(v); }
-
-template <class T>
-double to_double(T v) { return static_cast<double>(v); }
-template <>
-double to_double<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <>
-double to_double<__half>(__half v) { return __half2float(v); }
+using rss_test::from_float;
+using rss_test::to_double;
 
 /// One problem: storage-typed input on host and device, and the reference computed from the
 /// storage-typed values (so bf16 rounding of the input is not counted as error).
