@@ -15,6 +15,7 @@
 #include "support/device.cuh"
 #include "support/random_input.hpp"
 #include "support/storage.cuh"
+#include "support/strategies.cuh"
 
 namespace {
 
@@ -30,12 +31,7 @@ const char* type_name() {
   return rss::dtype_name(rss::detail::StorageTraits<T>::dtype);
 }
 
-/// Every concrete strategy and automatic.
-std::vector<Strategy> strategies_and_automatic() {
-  std::vector<Strategy> s(std::begin(rss::all_strategies), std::end(rss::all_strategies));
-  s.push_back(Strategy::automatic);
-  return s;
-}
+using rss_test::strategies_and_automatic;
 
 constexpr unsigned char kSentinel = 0x5A;  // a finite, distinctive value in every storage type
 

@@ -20,6 +20,7 @@
 #include "support/device.cuh"
 #include "support/random_input.hpp"
 #include "support/storage.cuh"
+#include "support/strategies.cuh"
 
 namespace {
 
@@ -56,14 +57,6 @@ bool matches_reference(const std::vector<double>& y, const std::vector<double>& 
   return true;
 }
 
-/// Whether cluster_row holds a row of `cols` elements of T on the current device.
-template <class T>
-bool fits_a_cluster(std::int64_t cols) {
-  rss::ClusterLimits limits;
-  REQUIRE(rss::detail::cluster_row::current_cluster_limits(&limits) == Status::success);
-  return rss::default_cluster_config(cols, rss::detail::StorageTraits<T>::dtype, limits.max_cluster_size).cluster_size > 0;
-}
-
 /// Runs one strategy on host values placed at element offsets in their device buffers, with y and
 /// `canary` elements either side of it poisoned, and compares with the reference.
 template <class T>
@@ -92,7 +85,7 @@ void check_case(Strategy strategy, const std::vector<float>& values, std::int64_
                                            workspace.get(), bytes, stream);
   INFO("status " << rss::status_message(s));
   std::vector<T> all(static_cast<std::size_t>(n + y_offset + 2 * canary));
-  if (strategy == Strategy::cluster_row && !fits_a_cluster<T>(cols)) {
+  if (strategy == Strategy::cluster_row && !rss_test::cluster_row_holds<T>(cols)) {
     // A row longer than the largest launched cluster holds is refused, y untouched (documented).
     REQUIRE(s == Status::not_admissible);
     RSS_TEST_CUDA(cudaMemcpy(all.data(), y_buffer.get(), all.size() * sizeof(T), cudaMemcpyDeviceToHost));
@@ -262,8 +255,7 @@ TEST_CASE("magnitudes near the float limit follow the reference", "[gpu][reliabi
   for (std::int64_t j = 0; j < cols; ++j) values.push_back(j % 2 == 0 ? big : -big);
   const std::int64_t rows = static_cast<std::int64_t>(values.size()) / cols;
   for (float v : values) REQUIRE(std::isfinite(v));
-  std::vector<Strategy> strategies(std::begin(rss::all_strategies), std::end(rss::all_strategies));
-  strategies.push_back(Strategy::automatic);
+  const std::vector<Strategy> strategies = rss_test::strategies_and_automatic();
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
   for (Strategy strategy : strategies) {
@@ -282,8 +274,7 @@ TEST_CASE("bf16 magnitudes near its limit follow the reference", "[gpu][reliabil
   std::vector<float> values = rss_test::random_rows(2, cols, seed);
   for (std::int64_t j = 0; j < cols; ++j) values[static_cast<std::size_t>(j)] *= 1e37f;
   for (std::int64_t j = cols; j < 2 * cols; ++j) values[static_cast<std::size_t>(j)] = j % 2 == 0 ? 3e38f : -3e38f;
-  std::vector<Strategy> strategies(std::begin(rss::all_strategies), std::end(rss::all_strategies));
-  strategies.push_back(Strategy::automatic);
+  const std::vector<Strategy> strategies = rss_test::strategies_and_automatic();
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
   for (Strategy strategy : strategies) {

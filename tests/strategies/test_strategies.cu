@@ -14,6 +14,7 @@
 #include "support/device.cuh"
 #include "support/random_input.hpp"
 #include "support/storage.cuh"
+#include "support/strategies.cuh"
 
 namespace {
 
@@ -73,15 +74,7 @@ double run_and_measure(Strategy strategy, const Problem<T>& p, cudaStream_t stre
   return rss::reference::max_row_relative_error(out_d.data(), p.reference.data(), p.shape.rows, p.shape.cols);
 }
 
-/// Whether cluster_row holds a row of `cols` elements on this device (longer rows belong to the
-/// megakernels: cluster_row refuses them with not_admissible).
-template <class T>
-bool cluster_row_holds(std::int64_t cols) {
-  rss::ClusterLimits limits;
-  REQUIRE(rss::detail::cluster_row::current_cluster_limits(&limits) == rss::Status::success);
-  return rss::default_cluster_config(cols, rss::detail::StorageTraits<T>::dtype, limits.max_cluster_size)
-             .cluster_size > 0;
-}
+using rss_test::cluster_row_holds;
 
 /// A refused cluster_row call: not_admissible, nothing launched, y untouched.
 template <class T>

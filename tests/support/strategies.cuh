@@ -1,0 +1,30 @@
+#pragma once
+// Which strategies a GPU test runs, and which rows cluster_row holds on this device (longer rows are
+// refused with not_admissible by design; tests expect that refusal instead of a result).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <iterator>
+#include <vector>
+
+#include "rss/rss.cuh"
+
+namespace rss_test {
+
+/// Every concrete strategy, then automatic.
+inline std::vector<rss::Strategy> strategies_and_automatic() {
+  std::vector<rss::Strategy> s(std::begin(rss::all_strategies), std::end(rss::all_strategies));
+  s.push_back(rss::Strategy::automatic);
+  return s;
+}
+
+/// Whether cluster_row holds a row of `cols` elements of T on the current device.
+template <class T>
+bool cluster_row_holds(std::int64_t cols) {
+  rss::ClusterLimits limits;
+  REQUIRE(rss::detail::cluster_row::current_cluster_limits(&limits) == rss::Status::success);
+  return rss::default_cluster_config(cols, rss::detail::StorageTraits<T>::dtype, limits.max_cluster_size).cluster_size >
+         0;
+}
+
+}  // namespace rss_test
