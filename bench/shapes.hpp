@@ -1,6 +1,6 @@
 #pragma once
-// The benchmarked shapes (SPEC §3), one table: a new shape is one line. Every shape runs in fp32 and
-// in bf16 (2-byte I/O, fp32 arithmetic; fp16 takes the same code path and is covered by the tests).
+// The benchmarked shapes (SPEC §3), one table: a new shape is one line. Every shape runs in fp32, bf16
+// and fp16 (2-byte I/O, fp32 arithmetic).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,9 +27,11 @@ inline const std::vector<Shape>& spec_shapes() {
         {1, 1048576}, {1, 4194304}, {1, 16777216},                   // one long row; the last evicts
     };
     std::vector<Shape> all = fp32;
-    for (Shape s : fp32) {
-      s.dtype = rss::DType::bf16;
-      all.push_back(s);
+    for (const rss::DType half_width : {rss::DType::bf16, rss::DType::fp16}) {
+      for (Shape s : fp32) {
+        s.dtype = half_width;
+        all.push_back(s);
+      }
     }
     return all;
   }();

@@ -165,7 +165,9 @@ inline std::vector<Variant> all_variants() {
 }
 
 /// The pilot mode's candidates: cluster_row under every instantiated configuration that fits the
-/// shape (named cluster_row:THREADSxELEMSxCLUSTER), the megakernels and block_row, and the copy floor.
+/// shape (named cluster_row:THREADSxELEMSxCLUSTER), the megakernels and block_row, and the copy floor;
+/// and `heuristic`, automatic's choice without a tuning table, which the candidates must beat to
+/// become table entries (bench/tools/tune.py).
 inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
   std::vector<Variant> v;
   for (rss::Strategy s : {rss::Strategy::megakernel_grid, rss::Strategy::megakernel_row, rss::Strategy::block_row,
@@ -174,6 +176,12 @@ inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
                    return detail::prepare_strategy(s, b, nullptr, p);
                  }});
   }
+  v.push_back({"heuristic", [](const ShapeBuffers& b, Prepared* p) {
+                 rss::AutoDevice d;
+                 RSS_TRY(rss::detail::current_auto_device(&d));
+                 const rss::AutoChoice c = rss::heuristic_choice(d, b.rows, b.cols, b.dtype);
+                 return detail::prepare_strategy(c.strategy, b, nullptr, p);
+               }});
   const rss::ClusterLimits limits{shape.sm_count, rss::detail::cluster_row::launched_cluster_size};
   for (const int threads : rss::cluster_row_threads) {
     for (const int elems : rss::cluster_row_elems) {

@@ -80,7 +80,7 @@ def main(argv=None):
     ap.add_argument("--shapes", default="", help="comma list ROWSxCOLS (default: every SPEC §3 shape)")
     ap.add_argument("--raw", default=os.path.join(TREE, "bench", "results", "raw"))
     ap.add_argument("--results", default=os.path.join(TREE, "bench", "results"))
-    ap.add_argument("--dtypes", default="fp32,bf16", help="comma list of storage types, each over every shape")
+    ap.add_argument("--dtypes", default="fp32,bf16,fp16", help="comma list of storage types, each over every shape")
     ap.add_argument("--peers", choices=["auto", "off"], default="auto")
     ap.add_argument("--peers-timeout", type=int, default=600, help="seconds the torch peers may take per session")
     ap.add_argument("--no-report", action="store_true", help="record only; build the report later")

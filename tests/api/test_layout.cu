@@ -360,7 +360,9 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
   }
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
-  for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131072}, {5, 4097}, {3, 70001}}) {
+  // Exact fits (every block share is threads x elems), whole vectors, and odd widths: each kernel
+  // instantiation (rss::detail::cluster_row::Fit) runs.
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131072}, {2, 8192}, {4, 70000}, {5, 4097}, {3, 70001}}) {
     const auto [rows, cols] = shape;
     const Strided<float> p(Layout::contiguous(rows, cols), rss_test::fresh_seed());
     rss_test::DeviceBuffer x(p.x.size() * sizeof(float)), y(p.x.size() * sizeof(float));
@@ -382,6 +384,9 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
           rss::LaunchList list;
           REQUIRE(op.describe(&list) == Status::success);
           CHECK(list.kernels == 1);
+          const bool exact = cols == static_cast<std::int64_t>(threads) * elems * cluster_size;
+          CHECK(std::string(list.items[0].kernel) ==
+                (exact ? "cluster_row::exact" : cols % 4 == 0 ? "cluster_row::vectors" : "cluster_row"));
           rss_test::poison(y);
           const Status s = op.run(stream);
           INFO("run: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");

@@ -167,13 +167,17 @@ TEST_CASE("cluster_row never gives 2-byte types 4 elements per thread", "[planne
 // automatic
 
 namespace {
-constexpr rss::AutoDevice hopper_like{132, 16, true, nullptr};
+constexpr rss::AutoDevice hopper_like{132, 16, true, nullptr, 228 * 1024};  // H100 / H200
 }
 
 TEST_CASE("the automatic heuristic keeps rows in clusters and sends long rows to the megakernels", "[tuning][automatic]") {
   CHECK(rss::auto_select(hopper_like, 4096, 4096, DType::fp32).strategy == Strategy::cluster_row);
   CHECK(rss::auto_select(hopper_like, 1, 1048576, DType::fp32).strategy == Strategy::megakernel_grid);
   CHECK(rss::auto_select(hopper_like, 1, 16777216, DType::fp32).strategy == Strategy::megakernel_row);
+  // Where megakernel_row takes over follows the device's shared memory, not a constant.
+  CHECK(rss::auto_select(hopper_like, 1, 4194304, DType::fp32).strategy == Strategy::megakernel_grid);
+  const rss::AutoDevice small_shared{132, 16, true, nullptr, 48 * 1024};
+  CHECK(rss::auto_select(small_shared, 1, 4194304, DType::fp32).strategy == Strategy::megakernel_row);
   const rss::AutoChoice c = rss::auto_select(hopper_like, 4096, 4096, DType::bf16);
   CHECK(c.strategy == Strategy::cluster_row);
   CHECK_FALSE(c.from_table);

@@ -44,6 +44,34 @@ inline Status current_auto_device(AutoDevice* out) {
   out->max_cluster_size = limits.max_cluster_size;
   out->cooperative_launch = prop.cooperativeLaunch != 0;
   out->table = tuning_table_for(prop.name);
+  out->shared_bytes_per_sm = static_cast<std::int64_t>(prop.sharedMemPerMultiprocessor);
+  return Status::success;
+}
+
+/// Launches (or, with a dry launcher, describes) the strategies that plan nothing: baseline,
+/// baseline_graph (described as its captured kernels) and local_fusion. Arguments are validated and
+/// rows * cols > 0. invalid_strategy for any other strategy.
+template <class T>
+Status launch_unplanned(Strategy s, const T* x, T* y, const Layout& l, void* workspace, int sm_count,
+                        const Launcher& launcher) {
+  switch (s) {
+    case Strategy::baseline:
+    case Strategy::baseline_graph: return baseline::launch(x, y, l, workspace, launcher);
+    case Strategy::local_fusion: return local_fusion::launch(x, y, l, workspace, sm_count, launcher);
+    default: return Status::invalid_strategy;
+  }
+}
+
+/// A dry run of an unplanned strategy into `list`; a graph is one host launch of its kernels.
+template <class T>
+Status describe_unplanned(Strategy s, const T* x, T* y, const Layout& l, void* workspace, LaunchList* list) {
+  int sm_count = 0;
+  RSS_TRY(current_sm_count(&sm_count));
+  RSS_TRY(launch_unplanned(s, x, y, l, workspace, sm_count, Launcher{nullptr, list, true}));
+  if (s == Strategy::baseline_graph) {
+    list->graph = true;
+    list->host_launches = 1;
+  }
   return Status::success;
 }
 
@@ -104,6 +132,7 @@ class Operator {
     workspace_ = workspace;
     workspace_bytes_ = workspace_bytes;
     requested_ = strategy;
+    if (!layout.empty()) RSS_TRY(detail::current_sm_count(&sm_count_));  // local_fusion's grid, fallback included
     if (strategy != Strategy::automatic) return prepare(strategy, nullptr, stream);
 
     AutoChoice choice;
@@ -122,7 +151,7 @@ class Operator {
     Strategy used = strategy_;
     if (requested_ == Strategy::automatic && detail::refused_by_device(s) && strategy_ != fallback_strategy) {
       used = fallback_strategy;
-      s = local_fusion(x_, y_, layout_, workspace_, workspace_bytes_, stream);
+      s = run_concrete(fallback_strategy, stream);
     }
     if (ran != nullptr && ok(s)) *ran = used;
     return s;
@@ -134,21 +163,13 @@ class Operator {
     if (!ready_) return Status::invalid_strategy;
     LaunchList list;
     if (!layout_.empty()) {
-      const detail::Launcher dry{nullptr, &list, true};
       switch (strategy_) {
-        case Strategy::baseline: RSS_TRY(detail::baseline::launch(x_, y_, layout_, workspace_, dry)); break;
-        case Strategy::baseline_graph:
-          list.graph = true;
-          RSS_TRY(detail::baseline::launch(x_, y_, layout_, workspace_, dry));
-          list.host_launches = 1;
-          break;
-        case Strategy::local_fusion: {
-          int sm_count = 0;
-          RSS_TRY(detail::current_sm_count(&sm_count));
-          RSS_TRY(detail::local_fusion::launch(x_, y_, layout_, workspace_, sm_count, dry));
-          break;
-        }
         case Strategy::cluster_row: RSS_TRY(cluster_.describe(&list)); break;
+        case Strategy::baseline:
+        case Strategy::baseline_graph:
+        case Strategy::local_fusion:
+          RSS_TRY(detail::describe_unplanned(strategy_, x_, y_, layout_, workspace_, &list));
+          break;
         default: RSS_TRY(megakernel_.describe(&list)); break;
       }
     }
@@ -166,7 +187,7 @@ class Operator {
   Status prepare(Strategy s, const ClusterConfig* config, cudaStream_t stream) noexcept {
     switch (s) {
       case Strategy::baseline:
-      case Strategy::local_fusion: break;  // nothing to prepare: every run() validates and launches
+      case Strategy::local_fusion: break;  // nothing to plan: run() launches on the validated arguments
       case Strategy::baseline_graph: RSS_TRY(graph_.capture(x_, y_, layout_, workspace_, workspace_bytes_)); break;
       case Strategy::cluster_row: RSS_TRY(cluster_.initialize(x_, y_, layout_, config)); break;
       default:
@@ -180,8 +201,10 @@ class Operator {
 
   Status run_concrete(Strategy s, cudaStream_t stream) const noexcept {
     switch (s) {
-      case Strategy::baseline: return baseline(x_, y_, layout_, workspace_, workspace_bytes_, stream);
-      case Strategy::local_fusion: return local_fusion(x_, y_, layout_, workspace_, workspace_bytes_, stream);
+      case Strategy::baseline:
+      case Strategy::local_fusion:
+        if (layout_.empty()) return Status::success;
+        return detail::launch_unplanned(s, x_, y_, layout_, workspace_, sm_count_, detail::Launcher{stream});
       case Strategy::baseline_graph: return graph_.replay(stream);
       case Strategy::cluster_row: return cluster_.run(stream);
       default: return megakernel_.run(stream);
@@ -195,6 +218,7 @@ class Operator {
   Layout layout_{};
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  int sm_count_ = 0;
   BaselineGraph<T> graph_;
   Megakernel<T> megakernel_;
   ClusterRow<T> cluster_;

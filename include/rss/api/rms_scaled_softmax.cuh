@@ -57,31 +57,21 @@ Status describe_launches(Strategy strategy, std::int64_t rows, std::int64_t cols
     preferred = choice.cluster;
   }
   if (!layout.empty()) {
-    const detail::Launcher dry{nullptr, &list, true};
     switch (strategy) {
-      case Strategy::baseline: RSS_TRY(detail::baseline::launch(x, y, layout, nullptr, dry)); break;
+      case Strategy::baseline:
       case Strategy::baseline_graph:
-        list.graph = true;
-        RSS_TRY(detail::baseline::launch(x, y, layout, nullptr, dry));
-        list.host_launches = 1;
-        break;
-      case Strategy::local_fusion: {
-        int sm_count = 0;
-        RSS_TRY(detail::current_sm_count(&sm_count));
-        RSS_TRY(detail::local_fusion::launch(x, y, layout, nullptr, sm_count, dry));
-        break;
-      }
+      case Strategy::local_fusion: RSS_TRY(detail::describe_unplanned(strategy, x, y, layout, nullptr, &list)); break;
       case Strategy::cluster_row: {
         ClusterPlan plan;
-        detail::cluster_row::Occupancy occupancy;
-        RSS_TRY(detail::cluster_row::make_plan<T>(layout, preferred.cluster_size > 0 ? &preferred : nullptr, &plan,
-                                                  &occupancy));
-        RSS_TRY(detail::cluster_row::launch_plan(plan, occupancy, x, y, layout, dry));
+        detail::cluster_row::Admitted admitted;
+        RSS_TRY(detail::cluster_row::make_plan<T>(x, y, layout, preferred.cluster_size > 0 ? &preferred : nullptr,
+                                                  &plan, &admitted));
+        RSS_TRY(detail::cluster_row::launch_plan(plan, admitted, x, y, layout, detail::Launcher{nullptr, &list, true}));
         break;
       }
       default:
         if (!detail::is_megakernel(strategy)) return Status::invalid_strategy;
-        RSS_TRY(detail::megakernel::run<T>(strategy, x, y, layout, nullptr, dry));
+        RSS_TRY(detail::megakernel::run<T>(strategy, x, y, layout, nullptr, detail::Launcher{nullptr, &list, true}));
     }
   } else {
     std::size_t unused = 0;  // an empty problem launches nothing, but the strategy must still exist

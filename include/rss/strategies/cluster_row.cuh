@@ -24,11 +24,9 @@
 namespace rss {
 namespace detail::cluster_row {
 
-inline constexpr int max_cluster_size = 16;  // Hopper's largest (non-portable) cluster: sizes the slots
-
-/// The cluster sizes the library launches: up to the portable 8. Non-portable 16-block clusters ran
-/// in the single-file bench but were refused at launch (cudaErrorInvalidClusterSize, "cluster
-/// misconfiguration") in the multi-file test binary although the attribute was set and
+/// The cluster sizes the library launches: up to the portable 8. Hopper's non-portable 16-block
+/// clusters ran in the single-file bench but were refused at launch (cudaErrorInvalidClusterSize,
+/// "cluster misconfiguration") in the multi-file test binary although the attribute was set and
 /// cudaOccupancyMaxActiveClusters admitted them; until that is understood they are not used.
 inline constexpr int launched_cluster_size = 8;
 
@@ -36,30 +34,46 @@ template <class T, int Threads>
 struct SharedState {
   typename cub::BlockReduce<RowStatsPartial, Threads>::TempStorage stats_storage;
   typename cub::BlockReduce<float, Threads>::TempStorage sum_storage;
-  RowStatsPartial stats_slots[max_cluster_size];  // one per block of the cluster
-  float sum_slots[max_cluster_size];
+  RowStatsPartial stats_slots[launched_cluster_size];  // one per block of the cluster
+  float sum_slots[launched_cluster_size];
 };
 
-/// This block's share of one row: x_row[0, n) in, y_row[0, n) out. Checked = false is the fast path
-/// for rows whose every block share is whole 16-byte vectors (n a multiple of the vector width) with
-/// both pointers 16-byte aligned: one bounds test per vector instead of per element and no alignment
-/// tests, which also saves the registers their predicates would take.
-template <bool Checked, class T, int Threads, int ElemsPerThread>
+/// How much of a row's bounds and alignment a kernel instantiation must test. The host picks the
+/// cheapest one the call allows (fit_of): every test costs registers, and registers decide how many
+/// blocks share an SM.
+enum class Fit {
+  checked,  // any width, any alignment: tests per element
+  vectors,  // rows of whole 16-byte vectors, 16-byte aligned: one test per vector (a thread's count)
+  exact,    // every block's share is exactly threads * elems_per_thread elements: no tests at all
+};
+
+/// This block's share of one row: x_row[0, n) in, y_row[0, n) out, with the tests `F` requires.
+template <Fit F, class T, int Threads, int ElemsPerThread>
 __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64_t n, std::int64_t cols,
                                             int cluster_size, ClusterStart& start, SharedState<T, Threads>& shared) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   constexpr int V = ElemsPerThread / W;  // 16-byte vectors per thread
   const int t = static_cast<int>(threadIdx.x);
-  const auto index = [&](int u, int e) { return static_cast<std::int64_t>(u * Threads + t) * W + e; };
-  const auto valid = [&](int u, int e) { return index(u, Checked ? e : 0) < n; };
+  const auto index = [&](int u, int e) { return (u * Threads + t) * W + e; };  // < Threads * Elems: fits int
+  // Whole vectors this thread holds (vectors: u < held); elements checked one by one (checked).
+  const int held = F == Fit::vectors ? static_cast<int>((n / W - t + Threads - 1) / Threads) : V;
+  const auto vector_valid = [&](int u) {
+    if constexpr (F == Fit::exact) return true;
+    else if constexpr (F == Fit::vectors) return u < held;
+    else return index(u, W - 1) < n;
+  };
+  const auto valid = [&](int u, int e) {
+    if constexpr (F == Fit::checked) return index(u, e) < n;
+    else return vector_valid(u);
+  };
 
   // All loads first: V of them in flight per thread.
   Vector<T> raw[V];
-  const bool x_vectors = !Checked || reinterpret_cast<std::uintptr_t>(x_row) % 16 == 0;
+  const bool x_vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(x_row) % 16 == 0;
 #pragma unroll
   for (int u = 0; u < V; ++u) {
-    if (x_vectors && valid(u, W - 1)) {
+    if (x_vectors && vector_valid(u)) {
       raw[u] = load_vector(x_row + index(u, 0));
     } else {
 #pragma unroll
@@ -97,10 +111,10 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
     return Traits::from_float(scale.exp_of(Traits::to_float(raw[u].v[e])) * inv_sum);
   };
 
-  const bool y_vectors = !Checked || reinterpret_cast<std::uintptr_t>(y_row) % 16 == 0;
+  const bool y_vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(y_row) % 16 == 0;
 #pragma unroll
   for (int u = 0; u < V; ++u) {
-    if (y_vectors && valid(u, W - 1)) {
+    if (y_vectors && vector_valid(u)) {
       Vector<T> vec;
 #pragma unroll
       for (int e = 0; e < W; ++e) vec.v[e] = out(u, e);
@@ -115,9 +129,8 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
 
 /// One row per cluster (looping when the grid has fewer clusters than rows). See cluster_plan.hpp for
 /// which elements block `rank` and thread t hold. Two cluster barriers per row: one publishes the
-/// blocks' statistics, one their sums of exponentials. Checked = false only when every block's share
-/// is whole vectors and every row of x and y is 16-byte aligned (the host checks).
-template <class T, int Threads, int ElemsPerThread, bool Checked>
+/// blocks' statistics, one their sums of exponentials.
+template <class T, int Threads, int ElemsPerThread, Fit F>
 __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, Layout l, std::int64_t chunk, int cluster_size) {
   __shared__ SharedState<T, Threads> shared;
   namespace cg = cooperative_groups;
@@ -126,8 +139,8 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, Layout l, st
   const std::int64_t n = max(min(chunk, l.cols - begin), std::int64_t{0});
   ClusterStart start(cluster_size);
   for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
-    process_row<Checked, T, Threads, ElemsPerThread>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, l.cols,
-                                                     cluster_size, start, shared);
+    process_row<F, T, Threads, ElemsPerThread>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, l.cols,
+                                               cluster_size, start, shared);
   }
 }
 
@@ -135,27 +148,54 @@ template <class T>
 using Kernel = void (*)(const T*, T*, Layout, std::int64_t, int);
 
 template <class T, int Threads, int Elems>
-constexpr Kernel<T> instance(bool checked) {
-  if constexpr (Elems % vector_width<T> == 0) return checked ? kernel<T, Threads, Elems, true> : kernel<T, Threads, Elems, false>;
+constexpr Kernel<T> instance(Fit fit) {
+  if constexpr (Elems % vector_width<T> == 0) {
+    switch (fit) {
+      case Fit::checked: return kernel<T, Threads, Elems, Fit::checked>;
+      case Fit::vectors: return kernel<T, Threads, Elems, Fit::vectors>;
+      case Fit::exact: return kernel<T, Threads, Elems, Fit::exact>;
+    }
+  }
   return nullptr;  // fewer elements than one 16-byte vector of T
 }
 
 /// The instantiation of a configuration listed in cluster_plan.hpp; null for anything else.
 template <class T>
-Kernel<T> kernel_for(int threads, int elems, bool checked = true) {
+Kernel<T> kernel_for(int threads, int elems, Fit fit) {
   const auto pick = [&](auto threads_constant) -> Kernel<T> {
     constexpr int Th = decltype(threads_constant)::value;
     switch (elems) {
-      case 4: return instance<T, Th, 4>(checked);
-      case 8: return instance<T, Th, 8>(checked);
-      case 16: return instance<T, Th, 16>(checked);
-      case 32: return instance<T, Th, 32>(checked);
+      case 4: return instance<T, Th, 4>(fit);
+      case 8: return instance<T, Th, 8>(fit);
+      case 16: return instance<T, Th, 16>(fit);
+      case 32: return instance<T, Th, 32>(fit);
       default: return nullptr;
     }
   };
   if (threads == 256) return pick(std::integral_constant<int, 256>{});
   if (threads == 512) return pick(std::integral_constant<int, 512>{});
   return nullptr;
+}
+
+/// The cheapest instantiation a call allows. Every block share starts at a multiple of 8 elements
+/// (cluster_plan.hpp), so aligned rows of whole vectors stay aligned in every block.
+template <class T>
+Fit fit_of(const ClusterPlan& plan, const T* x, const T* y, const Layout& l) {
+  constexpr int W = vector_width<T>;
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) % 16 == 0 &&
+                       l.ld_x % W == 0 && l.ld_y % W == 0;
+  if (!aligned || l.cols % W != 0) return Fit::checked;
+  const ClusterConfig& c = plan.config;
+  const std::int64_t share = static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
+  return plan.chunk_elems == share && l.cols == share * c.cluster_size ? Fit::exact : Fit::vectors;
+}
+
+inline const char* kernel_name(Fit fit) {
+  switch (fit) {
+    case Fit::exact: return "cluster_row::exact";
+    case Fit::vectors: return "cluster_row::vectors";
+    default: return "cluster_row";
+  }
 }
 
 inline Status current_cluster_limits(ClusterLimits* limits) {
@@ -168,12 +208,9 @@ inline Status current_cluster_limits(ClusterLimits* limits) {
   return Status::success;
 }
 
-/// Allows a non-portable cluster size when needed, and asks the driver whether one cluster fits.
+/// Asks the driver whether one cluster of the configuration fits on the device.
 template <class T>
 Status admit_cluster(Kernel<T> kernel, const ClusterConfig& c) noexcept {
-  if (c.cluster_size > 8) {
-    RSS_TRY(from_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)));
-  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(c.cluster_size));
   config.blockDim = dim3(static_cast<unsigned>(c.threads));
@@ -189,49 +226,45 @@ Status admit_cluster(Kernel<T> kernel, const ClusterConfig& c) noexcept {
   return clusters > 0 ? Status::success : Status::not_admissible;
 }
 
-/// Occupancy answers (blocks per SM) of a configuration's two instantiations.
-struct Occupancy {
-  int full = 0;     // the fast path: whole vectors, aligned rows
-  int checked = 0;  // bounds and alignment tests
+/// The kernel a plan launches for one call's pointers, and its occupancy.
+struct Admitted {
+  Fit fit = Fit::checked;
+  int blocks_per_sm = 0;
 };
 
-/// Plans a shape on the current device and admits its kernels.
+/// Plans a shape on the current device for these pointers and admits the kernel that runs it.
 template <class T>
-Status make_plan(const Layout& layout, const ClusterConfig* preferred, ClusterPlan* plan, Occupancy* occupancy) {
-  *occupancy = {};
+Status make_plan(const T* x, const T* y, const Layout& layout, const ClusterConfig* preferred, ClusterPlan* plan,
+                 Admitted* admitted) {
   ClusterLimits limits;
   RSS_TRY(current_cluster_limits(&limits));
-  RSS_TRY(plan_cluster_row(limits, layout.rows, layout.cols, StorageTraits<T>::dtype, preferred, plan));
-  if (plan->grid_blocks == 0) return Status::success;
-  const ClusterConfig& c = plan->config;
-  // Both instantiations are admitted: launch_plan picks one from the pointers' alignment.
-  for (const bool checked : {false, true}) {
-    const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, checked);
+  ClusterPlan p;
+  RSS_TRY(plan_cluster_row(limits, layout.rows, layout.cols, StorageTraits<T>::dtype, preferred, &p));
+  Admitted a;
+  if (p.grid_blocks > 0) {
+    const ClusterConfig& c = p.config;
+    a.fit = fit_of(p, x, y, layout);
+    const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, a.fit);
     if (k == nullptr) return Status::invalid_strategy;
-    int& blocks_per_sm = checked ? occupancy->checked : occupancy->full;
-    RSS_TRY(from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, k, c.threads, 0)));
-    if (blocks_per_sm == 0) return Status::not_admissible;
+    RSS_TRY(from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a.blocks_per_sm, k, c.threads, 0)));
+    if (a.blocks_per_sm == 0) return Status::not_admissible;
     if (c.cluster_size > 1) RSS_TRY(admit_cluster<T>(k, c));
   }
+  *plan = p;
+  *admitted = a;
   return Status::success;
 }
 
-/// Issues (or, dry, describes) the launch of a plan.
+/// Issues (or, dry, describes) the launch of a plan made for the same pointers.
 template <class T>
-Status launch_plan(const ClusterPlan& plan, Occupancy occupancy, const T* x, T* y, const Layout& layout,
+Status launch_plan(const ClusterPlan& plan, const Admitted& admitted, const T* x, T* y, const Layout& layout,
                    Launcher launcher) {
   if (plan.grid_blocks == 0) return Status::success;
   const ClusterConfig& c = plan.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
-  constexpr int W = vector_width<T>;
-  const bool aligned = (reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) % 16 == 0 &&
-                       layout.ld_x % W == 0 && layout.ld_y % W == 0;
-  const bool checked = !(aligned && layout.cols % W == 0);  // chunk_elems is a multiple of every W
-  return launcher(checked ? "cluster_row" : "cluster_row::vectors", kernel_for<T>(c.threads, c.elems_per_thread, checked),
-                  static_cast<unsigned>(plan.grid_blocks),
-                  static_cast<unsigned>(c.threads), 0, false, checked ? occupancy.checked : occupancy.full, x, y, layout,
-                  plan.chunk_elems,
-                  c.cluster_size);
+  return launcher(kernel_name(admitted.fit), kernel_for<T>(c.threads, c.elems_per_thread, admitted.fit),
+                  static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(c.threads), 0, false,
+                  admitted.blocks_per_sm, x, y, layout, plan.chunk_elems, c.cluster_size);
 }
 
 }  // namespace detail::cluster_row
@@ -249,13 +282,13 @@ class ClusterRow {
   Status initialize(const T* x, T* y, const Layout& layout, const ClusterConfig* preferred = nullptr) noexcept {
     RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), nullptr, 0, 0));
     ClusterPlan plan;
-    detail::cluster_row::Occupancy occupancy;
-    if (!layout.empty()) RSS_TRY(detail::cluster_row::make_plan<T>(layout, preferred, &plan, &occupancy));
+    detail::cluster_row::Admitted admitted;
+    if (!layout.empty()) RSS_TRY(detail::cluster_row::make_plan<T>(x, y, layout, preferred, &plan, &admitted));
     x_ = x;
     y_ = y;
     layout_ = layout;
     plan_ = plan;
-    occupancy_ = occupancy;
+    admitted_ = admitted;
     ready_ = true;
     return Status::success;
   }
@@ -263,7 +296,7 @@ class ClusterRow {
   /// Issues the launch on `stream`. Asynchronous; never synchronises.
   Status run(cudaStream_t stream = nullptr) const noexcept {
     if (!ready_) return Status::invalid_strategy;
-    return detail::cluster_row::launch_plan(plan_, occupancy_, x_, y_, layout_, detail::Launcher{stream});
+    return detail::cluster_row::launch_plan(plan_, admitted_, x_, y_, layout_, detail::Launcher{stream});
   }
 
   /// The launch run() makes, without making it.
@@ -271,7 +304,7 @@ class ClusterRow {
     if (out == nullptr) return Status::null_pointer;
     if (!ready_) return Status::invalid_strategy;
     LaunchList list;
-    RSS_TRY(detail::cluster_row::launch_plan(plan_, occupancy_, x_, y_, layout_,
+    RSS_TRY(detail::cluster_row::launch_plan(plan_, admitted_, x_, y_, layout_,
                                              detail::Launcher{nullptr, &list, true}));
     *out = list;
     return Status::success;
@@ -284,7 +317,7 @@ class ClusterRow {
   T* y_ = nullptr;
   Layout layout_{};
   ClusterPlan plan_{};
-  detail::cluster_row::Occupancy occupancy_{};
+  detail::cluster_row::Admitted admitted_{};
   bool ready_ = false;
 };
 

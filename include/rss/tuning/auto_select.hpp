@@ -33,6 +33,7 @@ struct AutoDevice {
   int max_cluster_size = 0;       // 0: no thread-block clusters
   bool cooperative_launch = false;
   const TuningTable* table = nullptr;
+  std::int64_t shared_bytes_per_sm = 0;  // what the megakernels can retain per SM (0: unknown)
 };
 
 struct AutoChoice {
@@ -51,9 +52,11 @@ inline constexpr Strategy fallback_strategy = Strategy::local_fusion;
 inline AutoChoice heuristic_choice(const AutoDevice& d, std::int64_t rows, std::int64_t cols, DType dtype) noexcept {
   if (default_cluster_config(cols, dtype, d.max_cluster_size).cluster_size > 0) return {Strategy::cluster_row, {}, false};
   if (!d.cooperative_launch) return {fallback_strategy, {}, false};
-  // About 29 MiB of fp32 tiles fit in an H100/H200's shared memory: beyond that megakernel_row evicts.
-  constexpr std::int64_t chip_retained_elems = std::int64_t{7} << 20;
-  return {rows * cols > chip_retained_elems ? Strategy::megakernel_row : Strategy::megakernel_grid, {}, false};
+  // The megakernels retain fp32 tiles. Once the whole problem no longer fits the chip's shared memory,
+  // tiles are evicted and re-read; megakernel_row, whose blocks wait only for their own row, won there.
+  const std::int64_t retained_bytes = rows * cols * static_cast<std::int64_t>(sizeof(float));
+  const bool overflows = d.shared_bytes_per_sm > 0 && retained_bytes > d.shared_bytes_per_sm * d.sm_count;
+  return {overflows ? Strategy::megakernel_row : Strategy::megakernel_grid, {}, false};
 }
 
 /// The table's answer when an entry covers the shape, else the heuristic's.

@@ -1,19 +1,19 @@
 #pragma once
 // Tuning tables shipped with the library, chosen at run time from the device's name. An entry records
-// a measured winner of the bench's pilot mode (`rss_bench --pilot`, records in
-// bench/results/pilot/h200_pilot.json) where it beats the heuristic's choice (rss/tuning/auto_select.hpp)
-// by more than 3%. On the H200, within the cluster sizes the library launches (up to 8), the pilot's
-// winners on every benchmarked shape are what the heuristic (derived from them) picks, so its table is
-// empty. The H100 shares the H200's SM array and takes its table; it has not been measured.
+// a measured winner of the bench's pilot mode (`rss_bench --pilot`, records in bench/results/pilot/)
+// where it beats the heuristic's choice (rss/tuning/auto_select.hpp) by more than 3%; the tables are
+// generated from those records by bench/tools/tune.py. The H100 shares the H200's SM array and takes
+// its table; it has not been measured.
 #include <cstring>
 
 #include "rss/tuning/auto_select.hpp"
+#include "rss/tuning/h200_table.hpp"
 
 namespace rss {
 
 inline constexpr TuningTable shipped_tables[] = {
-    {"NVIDIA H200", nullptr, 0},
-    {"NVIDIA H100", nullptr, 0},
+    {"NVIDIA H200", tuning::h200_entries, tuning::h200_entry_count},
+    {"NVIDIA H100", tuning::h200_entries, tuning::h200_entry_count},
 };
 
 /// The shipped table for a device name, or null (the heuristic decides alone).
