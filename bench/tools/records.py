@@ -19,7 +19,8 @@ Schema "rss-records/1":
 
 Source hash (the session runner and verify both call source_hash(); it is the only definition):
     sha256 over every regular file under include/ and bench/ of the tree, excluding anything under
-    bench/results/, any __pycache__/ directory and any *.pyc file; files are taken in ascending order of
+    bench/results/, any __pycache__/ directory, any *.pyc file and any *.md file (notes and prose describe
+    the measurements; they do not produce them); files are taken in ascending order of
     their tree-relative POSIX path (Python str order), and each feeds
         path.encode("utf-8") + b"\\0" + str(len(data)).encode() + b"\\0" + data
     where data is the file's bytes. Untracked files (e.g. a build folder under bench/) count too: build
@@ -57,7 +58,7 @@ def hashed_files(tree):
             for name in filenames:
                 full = os.path.join(dirpath, name)
                 rel = os.path.relpath(full, tree).replace(os.sep, "/")
-                if name.endswith(".pyc") or rel.startswith(EXCLUDED_PREFIX) or not os.path.isfile(full):
+                if name.endswith((".pyc", ".md")) or rel.startswith(EXCLUDED_PREFIX) or not os.path.isfile(full):
                     continue
                 paths.append(rel)
     return sorted(paths)

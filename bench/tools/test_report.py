@@ -21,6 +21,7 @@ sys.path.insert(0, TOOLS)
 import fixture  # noqa: E402
 import records  # noqa: E402
 import report  # noqa: E402
+import tune  # noqa: E402
 
 SHAPE = (1, 131072, "fp32")
 
@@ -289,7 +290,7 @@ class SourceHashTest(Workspace):
             h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
         self.assertEqual(self.hash, h.hexdigest())
         for rel in ("bench/results/x.json", "bench/tools/__pycache__/m.cpython-311.pyc", "bench/tools/n.pyc",
-                    "src/other.cpp"):
+                    "bench/NOTES.md", "src/other.cpp"):
             os.makedirs(os.path.dirname(os.path.join(self.tree, rel)), exist_ok=True)
             write(os.path.join(self.tree, rel), "ignored")
         self.assertEqual(records.source_hash(self.tree), self.hash)
@@ -348,6 +349,43 @@ class PeersTest(unittest.TestCase):
         rc, out = run("peers.py", "--session", "1", "--out", os.path.join(tempfile.gettempdir(), "x.json"))
         self.assertEqual(rc, 3, out)
         self.assertIn("torch", out)
+
+
+class TuneTest(unittest.TestCase):
+    """tune.py: an entry only for a clear, consistent win over the heuristic; a header that compiles."""
+
+    def pilot(self, path, by_variant):
+        recs = [record((4, 8192, "fp32"), v, rnd, samples)
+                for v, rounds in by_variant.items() for rnd, samples in enumerate(rounds)]
+        with open(path, "w") as f:
+            json.dump({"schema": records.SCHEMA, "producer": "rss_bench", "session": 1, "records": recs}, f)
+
+    def decide(self, by_variant):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "pilot.json")
+            self.pilot(path, by_variant)
+            return tune.decide(tune.timings([path]), 0.03)
+
+    def test_a_consistent_win_becomes_an_entry(self):
+        entries, lines = self.decide({"heuristic": [[100, 101], [100, 102]],
+                                      "cluster_row:256x32x1": [[90, 91], [92, 90]], "copy_floor": [[50], [50]]})
+        self.assertEqual([(e[3], e[4]) for e in entries], [("cluster_row:256x32x1", 90.5)])
+        self.assertIn("entry", lines[0])
+        text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
+        self.assertIn("{DType::fp32, 4, 4, 8192, 8192, Strategy::cluster_row, {256, 32, 1}}", text)
+        self.assertIn("h200_entry_count = 1;", text)
+
+    def test_a_win_within_the_margin_or_not_in_every_round_is_not(self):
+        entries, _ = self.decide({"heuristic": [[100], [100]], "megakernel_grid": [[98], [98]]})
+        self.assertEqual(entries, [])
+        entries, lines = self.decide({"heuristic": [[100], [120]], "megakernel_grid": [[90], [101]]})
+        self.assertEqual(entries, [])
+        self.assertIn("noise", lines[0])
+        self.assertIn("h200_entry_count = 0;", tune.header([], "NVIDIA H200", "h200", ["pilot.json"]))
+
+    def test_the_copy_floor_is_never_a_candidate(self):
+        entries, _ = self.decide({"heuristic": [[100], [100]], "copy_floor": [[50], [50]]})
+        self.assertEqual(entries, [])
 
 
 if __name__ == "__main__":

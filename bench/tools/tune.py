@@ -4,8 +4,9 @@
 For every measured (shape, dtype), the pilot timed each candidate (cluster_row under every configuration
 that fits, the megakernels, block_row, local_fusion) and `heuristic`, what automatic picks without a
 table. A candidate becomes a table entry when its median host time beats the heuristic's by more than
-the margin (3% by default, about twice the session-to-session spread of the medians); elsewhere the
-heuristic already picks the winner, or one within the noise, and the shape gets no entry. An entry covers exactly
+the margin (3% by default, about twice the session-to-session spread of the medians) and it won every
+round: its slowest round median is below the heuristic's fastest. Elsewhere the heuristic already picks
+the winner, or one within the noise, and the shape gets no entry. An entry covers exactly
 the measured shape: the heuristic (include/rss/tuning/auto_select.hpp) decides every other shape.
 
 Tables are generated, never edited by hand:
@@ -24,15 +25,25 @@ NOT_CANDIDATES = ("heuristic", "copy_floor")
 DTYPE_ENUM = {"fp32": "DType::fp32", "bf16": "DType::bf16", "fp16": "DType::fp16"}
 
 
-def medians(paths):
-    """{(rows, cols, dtype): {variant: median host µs over every sample of every file}}."""
-    samples = defaultdict(lambda: defaultdict(list))
+class Timing:
+    """A variant's host samples on one shape: the overall median and the median of each round."""
+
+    def __init__(self, by_round):
+        self.median = statistics.median([t for samples in by_round.values() for t in samples])
+        self.round_medians = [statistics.median(samples) for samples in by_round.values()]
+
+
+def timings(paths):
+    """{(rows, cols, dtype): {variant: Timing}} over every record of every file (rounds of several
+    files are kept apart)."""
+    samples = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for path in paths:
         with open(path) as f:
             doc = json.load(f)
         for r in doc["records"]:
-            samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]].extend(r["host_us"])
-    return {shape: {v: statistics.median(s) for v, s in by_variant.items()} for shape, by_variant in samples.items()}
+            rounds = samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]]
+            rounds[(path, doc.get("session"), r["round"])].extend(r["host_us"])
+    return {shape: {v: Timing(rounds) for v, rounds in by_variant.items()} for shape, by_variant in samples.items()}
 
 
 def parse_variant(name):
@@ -47,18 +58,23 @@ def decide(table, margin):
     """Entries [(rows, cols, dtype, variant, best_us, heuristic_us)] and a report line per shape."""
     entries, lines = [], []
     for (rows, cols, dtype), by_variant in sorted(table.items(), key=lambda kv: (kv[0][2], kv[0][0] * kv[0][1])):
-        auto = by_variant.get("heuristic")
+        heuristic = by_variant.get("heuristic")
         candidates = {v: t for v, t in by_variant.items() if v not in NOT_CANDIDATES}
-        if auto is None or not candidates:
+        if heuristic is None or not candidates:
             lines.append(f"{rows}x{cols} {dtype}: no heuristic or no candidate record, skipped")
             continue
-        best = min(candidates, key=candidates.get)
-        gain = auto / candidates[best]
-        verdict = "entry" if candidates[best] * (1 + margin) < auto else "the heuristic is within the margin"
-        lines.append(f"{rows}x{cols} {dtype}: best {best} {candidates[best]:.2f} us, heuristic {auto:.2f} us "
-                     f"({gain:.3f}x): {verdict}")
+        best = min(candidates, key=lambda v: candidates[v].median)
+        b, h = candidates[best], heuristic
+        if b.median * (1 + margin) >= h.median:
+            verdict = "the heuristic is within the margin"
+        elif max(b.round_medians) >= min(h.round_medians):
+            verdict = "faster by the margin, but not in every round: noise"
+        else:
+            verdict = "entry"
+        lines.append(f"{rows}x{cols} {dtype}: best {best} {b.median:.2f} us, heuristic {h.median:.2f} us "
+                     f"({h.median / b.median:.3f}x): {verdict}")
         if verdict == "entry":
-            entries.append((rows, cols, dtype, best, candidates[best], auto))
+            entries.append((rows, cols, dtype, best, b.median, h.median))
     return entries, lines
 
 
@@ -92,7 +108,7 @@ def main(argv=None):
     ap.add_argument("--margin", type=float, default=0.03, help="required gain over the heuristic (default 0.03)")
     ap.add_argument("--out", help="header to write (default: print only)")
     args = ap.parse_args(argv)
-    entries, lines = decide(medians(args.pilot), args.margin)
+    entries, lines = decide(timings(args.pilot), args.margin)
     print("\n".join(lines))
     text = header(entries, args.device, args.name, [p.split("/")[-1] for p in args.pilot])
     if args.out:

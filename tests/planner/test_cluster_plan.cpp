@@ -270,6 +270,10 @@ TEST_CASE("shipped tuning tables are found by device name and never pick automat
     for (int i = 0; i < t.count; ++i) {
       CHECK(t.entries[i].strategy != Strategy::automatic);
       if (t.entries[i].cluster.cluster_size > 0) CHECK(t.entries[i].strategy == Strategy::cluster_row);
+      // A tuned cluster configuration must fit its whole range, within the clusters the library launches.
+      if (t.entries[i].strategy == Strategy::cluster_row && t.entries[i].cluster.cluster_size > 0) {
+        CHECK(rss::cluster_config_fits(t.entries[i].cluster, t.entries[i].max_cols, t.entries[i].dtype, 8));
+      }
     }
   }
   rss::AutoDevice d = hopper_like;
@@ -278,4 +282,8 @@ TEST_CASE("shipped tuning tables are found by device name and never pick automat
     const rss::AutoChoice c = rss::auto_select(d, shape.first, shape.second, DType::fp32);
     CHECK(c.strategy != Strategy::automatic);
   }
+  // The H200 pilot's entries (bench/results/pilot/h200_pilot.json) answer for their shapes.
+  const rss::AutoChoice tuned = rss::auto_select(d, 16384, 8192, DType::fp32);
+  CHECK(tuned.from_table);
+  CHECK(tuned.cluster == rss::ClusterConfig{256, 32, 1});
 }
