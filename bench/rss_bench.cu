@@ -128,6 +128,7 @@ struct ShapeState {
     if (reference.empty()) {
       reference.resize(x_seen.size());
       rss::reference::rms_scaled_softmax(x_seen.data(), reference.data(), shape.rows, shape.cols);
+      format_error = rounding_error_of_reference();
     }
     BENCH_CUDA(cudaMemset(buffers.y, 0xFF, bytes()));
     if (p.run(stream) != rss::Status::success) return -1.0;
@@ -139,6 +140,21 @@ struct ShapeState {
     for (std::size_t i = 0; i < y.size(); ++i) y[i] = stored_to_float(raw.data() + i * eb, shape.dtype);
     return rss::reference::max_row_relative_error(y.data(), reference.data(), shape.rows, shape.cols);
   }
+
+  /// The error an exact implementation makes by storing its answer in the shape's type. Long fp16 rows
+  /// (1 x 1M and more) have outputs below fp16's smallest normal (6.1e-5), where its spacing is 6e-8:
+  /// there every implementation, torch's included, misses the 1e-2 tolerance by this much.
+  double rounding_error_of_reference() const {
+    if (shape.dtype == rss::DType::fp32) return 0.0;
+    std::vector<unsigned char> raw;
+    const std::vector<float> rounded = stored_values(std::vector<float>(reference.begin(), reference.end()), shape.dtype, &raw);
+    return rss::reference::max_row_relative_error(rounded.data(), reference.data(), shape.rows, shape.cols);
+  }
+
+  /// A variant passes within the tolerance on top of the storage type's own rounding error.
+  double allowed_error() const { return rss::reference::tolerance(shape.dtype) + format_error; }
+
+  double format_error = 0.0;
 };
 
 Options g_options;
@@ -181,7 +197,7 @@ const Prepared* prepared(ShapeState& state, const Variant& v, std::string* failu
     state.error[v.name] = v.name == "copy_floor" ? 0.0 : state.check(it->second, g_stream);
   }
   const double err = state.error[v.name];
-  if (!(err >= 0.0 && err <= rss::reference::tolerance(state.shape.dtype))) {
+  if (!(err >= 0.0 && err <= state.allowed_error())) {
     *failure = "output does not match the reference (max row error " + std::to_string(err) + ")";
     return nullptr;
   }

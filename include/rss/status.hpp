@@ -14,7 +14,7 @@ enum class Status : int {
   no_device,               // no usable CUDA device (none present, or the driver is missing)
   unsupported_device,      // the device lacks what the strategy needs (compute capability, shared memory)
   cooperative_unsupported, // the device cannot launch cooperative kernels
-  not_admissible,          // the planner cannot make the blocks that wait on each other co-resident
+  not_admissible,          // the blocks that wait on each other cannot be made co-resident (or one cluster cannot hold the row)
   invalid_strategy,        // an unknown strategy or configuration value
   cuda_error,              // a CUDA runtime call failed; rss::last_cuda_error() says which error
   invalid_layout,          // a leading dimension is below cols
@@ -36,7 +36,8 @@ constexpr const char* status_message(Status s) noexcept {
     case Status::unsupported_device: return "the device lacks a capability this strategy needs";
     case Status::cooperative_unsupported: return "the device does not support cooperative launches";
     case Status::not_admissible:
-      return "the planner cannot make the cooperating blocks co-resident on this device";
+      return "the cooperating blocks cannot be made co-resident on this device (for cluster_row: the row is longer "
+             "than one cluster holds)";
     case Status::invalid_strategy: return "unknown strategy or configuration value";
     case Status::cuda_error: return "a CUDA runtime call failed";
     case Status::invalid_layout: return "a leading dimension (ld_x or ld_y) is smaller than cols";
