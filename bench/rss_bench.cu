@@ -2,20 +2,24 @@
 //
 //   rss_bench [google benchmark flags]            every shape x variant, Google Benchmark's own loop
 //   rss_bench --session=1 --rounds=10 --iterations=30 --seed=7 --shape-order=forward --out=raw.json
-//                                                 one measurement session as SPEC §4 describes it:
-//                                                 per shape, rounds; per round every variant once, in
-//                                                 an order shuffled from the recorded seed; raw samples
+//                                                 one measurement session of the project's protocol
+//                                                 (docs/protocol.md): per shape, rounds; per round every
+//                                                 variant once, in an order shuffled from the recorded
+//                                                 seed; raw samples
 //   rss_bench --pilot --session=1 --out=pilot.json   the same protocol over the tuning candidates
 //                                                 (cluster_row configurations, megakernels, block_row):
 //                                                 its records feed the tuning tables in rss/tuning/
 //   --shapes=4096x4096,1x131072:bf16              a subset of shapes (default: bench/shapes.hpp)
+//   --help                                        rss_bench's flags and Google Benchmark's (no GPU needed)
 //
+// Flags are checked before the device: --help, --benchmark_list_tests and bad flags work without a GPU.
 // Main metric: host completion time of a warm call (launch call to completion seen on the host).
 // Second figure: one batched CUDA event interval per round, divided by the calls it spans.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +49,12 @@ void die(const char* what, cudaError_t err) {
     const cudaError_t e_ = (call);                \
     if (e_ != cudaSuccess) die(#call, e_);        \
   } while (0)
+
+/// A flag error: says what is wrong and exits with code 2 (before any device work).
+[[noreturn]] void bad_flag(const std::string& message) {
+  std::fprintf(stderr, "rss_bench: %s (rss_bench --help lists the flags)\n", message.c_str());
+  std::exit(2);
+}
 
 struct Options {
   int session = 0;  // 0: suite mode
@@ -254,6 +264,8 @@ void set_counters(benchmark::State& st, const Prepared& p, std::int64_t floor_by
                                                  benchmark::Counter::kIsRate);
   st.counters["copy_equiv_bw"] = benchmark::Counter(static_cast<double>(floor_bytes) * st.iterations(),
                                                     benchmark::Counter::kIsRate);
+  // Google Benchmark's own bytes_per_second: x read once and y written once, whatever the variant moves.
+  st.SetBytesProcessed(floor_bytes * static_cast<std::int64_t>(st.iterations()));
 }
 
 void run_variant(benchmark::State& st, Shape shape, std::size_t variant, int round, int position) {
@@ -320,19 +332,22 @@ std::vector<Shape> selected_shapes() {
       const std::size_t comma = g_options.shapes.find(',', pos);
       const std::string item = g_options.shapes.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
       long long r = 0, c = 0;
-      char dtype[8] = "fp32";
-      const int fields = std::sscanf(item.c_str(), "%lldx%lld:%7s", &r, &c, dtype);
+      int used = 0;
+      const int fields = std::sscanf(item.c_str(), "%lldx%lld%n", &r, &c, &used);
+      // The whole item must parse: "4096x4096x" or "8x131072:bf" are errors, not silently trimmed.
+      std::string dtype = "fp32";
+      if (fields == 2 && item[static_cast<std::size_t>(used)] == ':') dtype = item.substr(static_cast<std::size_t>(used) + 1);
+      else if (fields == 2 && item[static_cast<std::size_t>(used)] != '\0') dtype = "?";
       Shape shape{r, c, rss::DType::fp32};
       bool known = false;
       for (const rss::DType d : {rss::DType::fp32, rss::DType::bf16, rss::DType::fp16}) {
-        if (std::strcmp(dtype, rss::dtype_name(d)) == 0) {
+        if (dtype == rss::dtype_name(d)) {
           shape.dtype = d;
           known = true;
         }
       }
       if (fields < 2 || !known || r < 1 || c < 1) {
-        std::fprintf(stderr, "rss_bench: bad shape '%s' (want ROWSxCOLS or ROWSxCOLS:fp32|bf16|fp16)\n", item.c_str());
-        std::exit(2);
+        bad_flag("--shapes: bad shape '" + item + "' (want ROWSxCOLS or ROWSxCOLS:fp32|bf16|fp16)");
       }
       shapes.push_back(shape);
       if (comma == std::string::npos) break;
@@ -384,36 +399,121 @@ void register_suite(const std::vector<Shape>& shapes) {
   }
 }
 
+/// "--name=value" -> value; "--name" alone is an error (every valued flag needs its '=').
 bool take_option(const char* arg, const char* name, std::string* value) {
   const std::size_t n = std::strlen(name);
-  if (std::strncmp(arg, name, n) != 0 || arg[n] != '=') return false;
+  if (std::strncmp(arg, name, n) != 0 || (arg[n] != '=' && arg[n] != '\0')) return false;
+  if (arg[n] == '\0') bad_flag(std::string(name) + " needs a value: " + name + "=...");
   *value = arg + n + 1;
   return true;
 }
 
-/// Removes rss_bench's own --flags from argv, leaving Google Benchmark's.
-void parse_options(int* argc, char** argv) {
+/// The whole of `text` as an integer in [lo, hi], else a clear error naming the flag.
+long long integer_flag(const char* name, const std::string& text, long long lo, long long hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi) {
+    bad_flag(std::string(name) + " wants an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+             ", got '" + text + "'");
+  }
+  return v;
+}
+
+std::uint64_t seed_flag(const char* name, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE) {
+    bad_flag(std::string(name) + " wants an unsigned 64-bit integer, got '" + text + "'");
+  }
+  return v;
+}
+
+/// A Google Benchmark boolean flag given bare or as =true/1/yes (its own spelling).
+bool bool_flag_set(const char* arg, const char* name) {
+  const std::size_t n = std::strlen(name);
+  if (std::strncmp(arg, name, n) != 0) return false;
+  if (arg[n] == '\0') return true;
+  if (arg[n] != '=') return false;
+  const std::string v = arg + n + 1;
+  return v == "true" || v == "1" || v == "yes" || v == "t" || v == "y" || v == "on";
+}
+
+bool g_list_tests = false;  // --benchmark_list_tests: names only, no device needed (suite mode)
+
+void print_help() {
+  std::printf(
+      "rss_bench: benchmark suites of rss's rms_scaled_softmax (Google Benchmark).\n"
+      "\n"
+      "Usage: rss_bench [rss_bench flags] [Google Benchmark flags]\n"
+      "\n"
+      "Without --session: suite mode, every shape x variant in Google Benchmark's own loop (its flags apply:\n"
+      "--benchmark_filter, --benchmark_format, ...). With --session=N: one session of the project's measurement\n"
+      "protocol (docs/protocol.md): per shape, rounds; per round every variant once, in an order shuffled from\n"
+      "the recorded seed; every sample written to --out. Sessions are normally run by bench/tools/session.py\n"
+      "(or scripts/bench.sh), which completes the records and builds the report.\n"
+      "\n"
+      "rss_bench flags (each valued flag as --flag=value):\n"
+      "  --session=N            session number, N >= 1 (default: none, suite mode)\n"
+      "  --pilot                measure the tuning candidates (every cluster_row configuration that fits, the\n"
+      "                         megakernels, block_row, local_fusion, `heuristic`) instead of the strategies;\n"
+      "                         with --session, records for bench/tools/tune.py\n"
+      "  --rounds=N             rounds per shape, N >= 1 (default 10; sessions)\n"
+      "  --iterations=N         host samples per variant and round, N >= 1 (default 30; sessions)\n"
+      "  --warmup=N             unrecorded warm calls before each measurement, N >= 0 (default 5)\n"
+      "  --seed=N               seed of the per-round shuffles, recorded (default 1)\n"
+      "  --fixture-seed=N       seed of the input fixture, recorded (default 42)\n"
+      "  --shape-order=ORDER    forward or reverse (default forward; session 2 uses reverse)\n"
+      "  --shapes=LIST          comma list of ROWSxCOLS[:fp32|bf16|fp16] (default: the ten project shapes\n"
+      "                         in fp32, bf16 and fp16), e.g. --shapes=4096x4096,1x131072:bf16\n"
+      "  --out=FILE             raw records of a session (default records.json)\n"
+      "  --help, -h             this help (needs no GPU)\n"
+      "\n"
+      "Main metric: host completion time of a warm call (launch to completion seen on the host); also one\n"
+      "batched CUDA event interval per round. Both are reported as Google Benchmark counters, with\n"
+      "bytes_per_second counting x read once and y written once.\n"
+      "\n"
+      "Exit codes: 0 done, 1 a CUDA or file error, 2 bad flags or no CUDA device.\n"
+      "\n"
+      "Google Benchmark's flags:\n");
+  std::fflush(stdout);
+  benchmark::PrintDefaultHelp();
+}
+
+/// Removes rss_bench's own flags from argv and checks them, leaving Google Benchmark's (and unknown
+/// ones, which benchmark::ReportUnrecognizedArguments rejects after Google Benchmark has taken its own).
+/// Returns true when help was asked for.
+bool parse_options(int* argc, char** argv) {
   int kept = 1;
+  bool help = false;
   for (int i = 1; i < *argc; ++i) {
+    const char* arg = argv[i];
     std::string v;
-    if (std::strcmp(argv[i], "--pilot") == 0) g_options.pilot = true;
-    else if (take_option(argv[i], "--session", &v)) g_options.session = std::atoi(v.c_str());
-    else if (take_option(argv[i], "--rounds", &v)) g_options.rounds = std::atoi(v.c_str());
-    else if (take_option(argv[i], "--iterations", &v)) g_options.iterations = std::atoi(v.c_str());
-    else if (take_option(argv[i], "--warmup", &v)) g_options.warmup = std::atoi(v.c_str());
-    else if (take_option(argv[i], "--seed", &v)) g_options.seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (take_option(argv[i], "--fixture-seed", &v)) g_options.fixture_seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (take_option(argv[i], "--shape-order", &v)) g_options.shape_order = v;
-    else if (take_option(argv[i], "--shapes", &v)) g_options.shapes = v;
-    else if (take_option(argv[i], "--out", &v)) g_options.out = v;
-    else argv[kept++] = argv[i];
+    if (std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0) help = true;
+    else if (std::strcmp(arg, "--pilot") == 0) g_options.pilot = true;
+    else if (take_option(arg, "--session", &v)) g_options.session = static_cast<int>(integer_flag("--session", v, 1, 1 << 20));
+    else if (take_option(arg, "--rounds", &v)) g_options.rounds = static_cast<int>(integer_flag("--rounds", v, 1, 1 << 20));
+    else if (take_option(arg, "--iterations", &v)) g_options.iterations = static_cast<int>(integer_flag("--iterations", v, 1, 1 << 24));
+    else if (take_option(arg, "--warmup", &v)) g_options.warmup = static_cast<int>(integer_flag("--warmup", v, 0, 1 << 24));
+    else if (take_option(arg, "--seed", &v)) g_options.seed = seed_flag("--seed", v);
+    else if (take_option(arg, "--fixture-seed", &v)) g_options.fixture_seed = seed_flag("--fixture-seed", v);
+    else if (take_option(arg, "--shape-order", &v)) {
+      if (v != "forward" && v != "reverse") bad_flag("--shape-order wants forward or reverse, got '" + v + "'");
+      g_options.shape_order = v;
+    } else if (take_option(arg, "--shapes", &v)) {
+      if (v.empty()) bad_flag("--shapes needs at least one ROWSxCOLS");
+      g_options.shapes = v;
+    } else if (take_option(arg, "--out", &v)) {
+      if (v.empty()) bad_flag("--out needs a file name");
+      g_options.out = v;
+    } else {
+      if (bool_flag_set(arg, "--benchmark_list_tests")) g_list_tests = true;
+      argv[kept++] = argv[i];
+    }
   }
   *argc = kept;
-  if (g_options.rounds < 1 || g_options.iterations < 1 ||
-      (g_options.shape_order != "forward" && g_options.shape_order != "reverse")) {
-    std::fprintf(stderr, "rss_bench: --rounds and --iterations must be >= 1, --shape-order forward|reverse\n");
-    std::exit(2);
-  }
+  return help;
 }
 
 SessionContext session_context() {
@@ -456,27 +556,60 @@ SessionContext session_context() {
   return c;
 }
 
+/// Why there is no usable device, in words a user can act on (a missing driver reads as
+/// "CUDA driver version is insufficient" in CUDA's own text).
+std::string no_device_reason(cudaError_t err) {
+  if (err == cudaSuccess) return "the driver reports no CUDA device";
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  if (err == cudaErrorInsufficientDriver) {
+    return "no NVIDIA driver is loaded, or it is older than this CUDA runtime (" + std::to_string(runtime / 1000) + "." +
+           std::to_string(runtime % 1000 / 10) + ") needs";
+  }
+  if (err == cudaErrorNoDevice) return "no CUDA-capable device is visible (check CUDA_VISIBLE_DEVICES)";
+  return std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  parse_options(&argc, argv);
+  // Flags first: help, listing and flag errors need no GPU.
+  const bool help = parse_options(&argc, argv);
+  benchmark::Initialize(&argc, argv, print_help);  // takes Google Benchmark's flags; --help would exit here
+  if (help) {
+    print_help();
+    return 0;
+  }
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    std::fprintf(stderr, "rss_bench: rss_bench --help lists the flags\n");
+    return 2;
+  }
+  const std::vector<Shape> shapes = selected_shapes();  // checks --shapes
+
   int devices = 0;
   const cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess || devices == 0) {
+  const bool have_device = err == cudaSuccess && devices > 0;
+  if (!have_device && g_list_tests && !g_options.pilot) {
+    // The names need no device (the pilot's candidates do: they depend on the device's limits).
+    if (g_options.session == 0) register_suite(shapes);
+    else register_session(shapes);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+  }
+  if (!have_device) {
     std::fprintf(stderr, "rss_bench: no CUDA device (%s). The benchmark suite needs an NVIDIA GPU; nothing was run.\n",
-                 err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
+                 no_device_reason(err).c_str());
     return 2;
   }
   BENCH_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   BENCH_CUDA(cudaDeviceGetAttribute(&g_sm_count, cudaDevAttrMultiProcessorCount, 0));
   BENCH_CUDA(cudaFree(nullptr));  // create the context before anything is timed
 
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  const std::vector<Shape> shapes = selected_shapes();
-  if (g_options.session == 0) {
-    register_suite(shapes);
-    benchmark::RunSpecifiedBenchmarks();
+  if (g_options.session == 0 || g_list_tests) {
+    if (g_options.session == 0) register_suite(shapes);
+    else register_session(shapes);
+    benchmark::RunSpecifiedBenchmarks();  // a listing writes no records
   } else {
     const std::size_t total = register_session(shapes);
     ProgressReporter progress(total);
