@@ -1,0 +1,127 @@
+#pragma once
+// Host planner of the backward strategy cluster_row: one thread-block cluster per row, x, y and dy
+// held in the registers of the cluster's blocks between the row sums and the elementwise dx. Pure host
+// C++: no CUDA headers, testable without a GPU.
+//
+// Kernel contract: block b (0 <= b < cluster_size) of a row's cluster owns the elements
+// [b * chunk_elems, min(cols, (b + 1) * chunk_elems)); its thread t holds elems_per_thread of them
+// of each of x, y and dy, as 16-byte vectors spaced `threads` vectors apart. chunk_elems is a multiple
+// of 8 (whole vectors for every storage type, so every block's share keeps the row's alignment) and at
+// most threads * elems_per_thread. One cluster per row; rows beyond the largest grid are looped over.
+#include <cstdint>
+
+#include "rss/status.hpp"
+#include "rss/types.hpp"
+
+namespace rss {
+
+struct BackwardClusterConfig {
+  int threads = 0;           // threads per block
+  int elems_per_thread = 0;  // elements of each of x, y, dy a thread keeps in registers
+  int cluster_size = 0;      // blocks per cluster, one cluster per row
+
+  friend constexpr bool operator==(const BackwardClusterConfig& a, const BackwardClusterConfig& b) noexcept {
+    return a.threads == b.threads && a.elems_per_thread == b.elems_per_thread && a.cluster_size == b.cluster_size;
+  }
+};
+
+/// Instantiated configurations: threads x elements per thread (whole 16-byte vectors: 4 is fp32 only).
+/// Three arrays share the registers, so 32 elements per thread is 96 registers of data in fp32.
+inline constexpr int backward_cluster_threads[] = {256, 512};
+inline constexpr int backward_cluster_elems[] = {4, 8, 16, 32};
+/// Blocks per cluster the library launches: the portable limit.
+inline constexpr int backward_max_cluster_size = 8;
+
+struct BackwardClusterPlan {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  BackwardClusterConfig config{};
+  std::int64_t chunk_elems = 0;  // elements of a row per block
+  std::int64_t grid_blocks = 0;  // clusters * cluster_size; 0 for an empty problem
+};
+
+namespace detail::backward {
+
+constexpr std::int64_t cluster_chunk(std::int64_t cols, int cluster_size) noexcept {
+  const std::int64_t share = cols / cluster_size + (cols % cluster_size != 0 ? 1 : 0);
+  return (share + 7) / 8 * 8;
+}
+
+constexpr bool listed(const int* values, int count, int v) noexcept {
+  for (int i = 0; i < count; ++i)
+    if (values[i] == v) return true;
+  return false;
+}
+
+}  // namespace detail::backward
+
+/// Longest row cluster_row holds: 8 blocks x 512 threads x 32 elements.
+inline constexpr std::int64_t backward_cluster_max_cols = std::int64_t{backward_max_cluster_size} * 512 * 32;
+
+/// Whether `c` is instantiated and holds a row of `cols` elements of `dtype` in clusters of at most `max_cluster_size`.
+constexpr bool backward_cluster_config_fits(const BackwardClusterConfig& c, std::int64_t cols, DType dtype,
+                                            int max_cluster_size) noexcept {
+  const int vector_width = 16 / dtype_bytes(dtype);
+  if (!detail::backward::listed(backward_cluster_threads, 2, c.threads) ||
+      !detail::backward::listed(backward_cluster_elems, 4, c.elems_per_thread)) {
+    return false;
+  }
+  if (c.elems_per_thread % vector_width != 0) return false;
+  if (c.cluster_size < 1 || c.cluster_size > max_cluster_size || c.cluster_size > backward_max_cluster_size) return false;
+  return detail::backward::cluster_chunk(cols, c.cluster_size) <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
+}
+
+/// The default configuration: 32 bytes of each array per thread while the row fits one block of 512
+/// threads (few registers, several blocks per SM); longer rows 64 bytes per thread in the fewest blocks
+/// of 512 threads, then fp32 rows up to 131072 with 32 elements per thread (one block per SM). 256
+/// threads when they hold the block's share, with the fewest elements per thread that do.
+/// cluster_size 0 when no cluster of up to max_cluster_size blocks holds the row.
+constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t cols, DType dtype, int max_cluster_size) noexcept {
+  const int bytes = dtype_bytes(dtype);
+  const int vector_width = 16 / bytes;
+  const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
+  for (const int per_thread_bytes : {32, 64, 128}) {
+    int per_thread = per_thread_bytes / bytes;
+    if (per_thread > 32) per_thread = 32;
+    if (per_thread_bytes == 32 && cols > 512 * per_thread) continue;  // the small tier is for one block
+    for (int c = 1; c <= limit; ++c) {
+      const std::int64_t chunk = detail::backward::cluster_chunk(cols, c);
+      if (chunk > 512 * per_thread) continue;
+      const int threads = chunk <= 256 * per_thread ? 256 : 512;
+      for (const int e : backward_cluster_elems) {
+        if (e % vector_width == 0 && chunk <= static_cast<std::int64_t>(threads) * e) return {threads, e, c};
+      }
+    }
+  }
+  return {};
+}
+
+/// Plans cluster_row. `preferred` (may be null) is used when it fits the row. Returns null_pointer,
+/// negative_size, size_overflow, unsupported_device (max_cluster_size < 1: no clusters) or not_admissible
+/// (the row is longer than a cluster holds); *out is untouched on failure.
+inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows, std::int64_t cols, DType dtype,
+                                        const BackwardClusterConfig* preferred, BackwardClusterPlan* out) noexcept {
+  if (out == nullptr) return Status::null_pointer;
+  if (rows < 0 || cols < 0) return Status::negative_size;
+  if (rows > 0 && cols > INT64_MAX / dtype_bytes(dtype) / rows) return Status::size_overflow;
+  BackwardClusterPlan plan;
+  plan.rows = rows;
+  plan.cols = cols;
+  if (rows == 0 || cols == 0) {
+    *out = plan;
+    return Status::success;
+  }
+  if (max_cluster_size < 1) return Status::unsupported_device;
+  BackwardClusterConfig c = default_backward_cluster_config(cols, dtype, max_cluster_size);
+  if (preferred != nullptr && backward_cluster_config_fits(*preferred, cols, dtype, max_cluster_size)) c = *preferred;
+  if (c.cluster_size == 0) return Status::not_admissible;
+  plan.config = c;
+  plan.chunk_elems = detail::backward::cluster_chunk(cols, c.cluster_size);
+  constexpr std::int64_t max_grid = 2147483647;
+  const std::int64_t max_clusters = max_grid / c.cluster_size;
+  plan.grid_blocks = (rows < max_clusters ? rows : max_clusters) * c.cluster_size;
+  *out = plan;
+  return Status::success;
+}
+
+}  // namespace rss

@@ -1,0 +1,111 @@
+#pragma once
+// The backward pass's vocabulary: its strategies, the layout of its four matrices, and the argument
+// checks that need no CUDA runtime (pure host code, testable without a GPU).
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "rss/detail/workspace.hpp"
+#include "rss/status.hpp"
+#include "rss/types.hpp"
+
+namespace rss {
+
+/// Launch strategies of the backward pass.
+enum class BackwardStrategy : int {
+  two_pass,     // portable: one kernel sums each row's chunks into the workspace, one computes dx (x, y, dy read twice)
+  cluster_row,  // one thread-block cluster per row, x, y and dy kept in registers: read once, dx written once (sm_90)
+  automatic,    // cluster_row when a cluster holds the row and the device has clusters, else two_pass
+};
+
+/// Every concrete backward strategy, in declaration order: tests and benches iterate this.
+inline constexpr BackwardStrategy all_backward_strategies[] = {BackwardStrategy::two_pass, BackwardStrategy::cluster_row};
+
+constexpr const char* backward_strategy_name(BackwardStrategy s) noexcept {
+  switch (s) {
+    case BackwardStrategy::two_pass: return "two_pass";
+    case BackwardStrategy::cluster_row: return "cluster_row";
+    case BackwardStrategy::automatic: return "automatic";
+  }
+  return "unknown";
+}
+
+/// The matrices of a backward call, row-major with leading dimensions in elements (each at least
+/// cols): x and y (the forward's input and output), dy (the gradient of y) and dx (written).
+/// dx may be dy itself (same leading dimension): each element of dy is read before the same thread writes it.
+struct BackwardLayout {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t ld_x = 0;
+  std::int64_t ld_y = 0;
+  std::int64_t ld_dy = 0;
+  std::int64_t ld_dx = 0;
+
+  static constexpr BackwardLayout contiguous(std::int64_t rows, std::int64_t cols) noexcept {
+    return {rows, cols, cols, cols, cols, cols};
+  }
+  constexpr bool empty() const noexcept { return rows == 0 || cols == 0; }
+};
+
+namespace detail::backward {
+
+inline std::uint64_t extent_bytes(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::size_t element_bytes) noexcept {
+  return (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(ld) + static_cast<std::uint64_t>(cols)) *
+         element_bytes;
+}
+
+inline bool overlap(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t b_bytes) noexcept {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
+}
+
+}  // namespace detail::backward
+
+/// Sizes, leading dimensions (at least cols) and every matrix's extent fitting 64-bit byte arithmetic.
+/// An empty layout passes with any leading dimensions.
+inline Status validate_backward_layout(const BackwardLayout& l, std::size_t element_bytes) noexcept {
+  if (l.rows < 0 || l.cols < 0) return Status::negative_size;
+  if (l.empty()) return Status::success;
+  const auto limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / element_bytes;
+  if (static_cast<std::uint64_t>(l.rows) > limit / static_cast<std::uint64_t>(l.cols)) return Status::size_overflow;
+  for (const std::int64_t ld : {l.ld_x, l.ld_y, l.ld_dy, l.ld_dx}) {
+    if (ld < l.cols) return Status::invalid_layout;
+  }
+  for (const std::int64_t ld : {l.ld_x, l.ld_y, l.ld_dy, l.ld_dx}) {
+    const auto room = limit - static_cast<std::uint64_t>(l.cols);
+    if (static_cast<std::uint64_t>(l.rows - 1) > room / static_cast<std::uint64_t>(ld)) return Status::size_overflow;
+  }
+  return Status::success;
+}
+
+/// Full host-side check of a backward call. dx may be dy exactly (same pointer and leading dimension);
+/// any other overlap of dx with x, y or dy, or of the workspace with any matrix, is refused. x, y and
+/// dy are only read and may overlap one another. A call with rows == 0 or cols == 0 passes with any pointers.
+inline Status validate_backward_call(const void* x, const void* y, const void* dy, const void* dx, const BackwardLayout& l,
+                                     std::size_t element_bytes, const void* workspace, std::size_t workspace_bytes,
+                                     std::size_t required_workspace) noexcept {
+  using detail::backward::extent_bytes;
+  using detail::backward::overlap;
+  if (const Status s = validate_backward_layout(l, element_bytes); !ok(s)) return s;
+  if (l.empty()) return Status::success;
+  if (x == nullptr || y == nullptr || dy == nullptr || dx == nullptr) return Status::null_pointer;
+  const std::uint64_t xb = extent_bytes(l.rows, l.cols, l.ld_x, element_bytes);
+  const std::uint64_t yb = extent_bytes(l.rows, l.cols, l.ld_y, element_bytes);
+  const std::uint64_t gb = extent_bytes(l.rows, l.cols, l.ld_dy, element_bytes);
+  const std::uint64_t db = extent_bytes(l.rows, l.cols, l.ld_dx, element_bytes);
+  if (overlap(dx, db, x, xb) || overlap(dx, db, y, yb)) return Status::overlapping_buffers;
+  const bool in_place = dx == dy && l.ld_dx == l.ld_dy;
+  if (!in_place && overlap(dx, db, dy, gb)) return Status::overlapping_buffers;
+  if (required_workspace > 0) {
+    if (workspace == nullptr) return Status::null_pointer;
+    if (workspace_bytes < required_workspace) return Status::workspace_too_small;
+    if (reinterpret_cast<std::uintptr_t>(workspace) % workspace_alignment != 0) return Status::misaligned_workspace;
+    if (overlap(workspace, required_workspace, x, xb) || overlap(workspace, required_workspace, y, yb) ||
+        overlap(workspace, required_workspace, dy, gb) || overlap(workspace, required_workspace, dx, db)) {
+      return Status::overlapping_buffers;
+    }
+  }
+  return Status::success;
+}
+
+}  // namespace rss

@@ -1,0 +1,160 @@
+#pragma once
+// Backward strategy `two_pass`: the portable fallback, two ordinary kernels on any device and row length.
+// A long row is cut into chunks handled by separate blocks. Kernel 1 writes each chunk's partial sums
+// (sum x^2, c, p, q) into the workspace; kernel 2 combines its row's partials and writes dx for its chunk.
+// x, y and dy are read twice (7 N of traffic against cluster_row's 4 N).
+#include <cstdint>
+#include <cub/block/block_reduce.cuh>
+
+#include "rss/backward/layout.hpp"
+#include "rss/backward/row_sums.cuh"
+#include "rss/detail/launch.cuh"
+#include "rss/detail/storage.cuh"
+#include "rss/detail/workspace.hpp"
+#include "rss/phases/tile_io.cuh"
+
+namespace rss::detail::backward::two_pass {
+
+inline constexpr int threads = 512;
+/// A chunk below this is not worth a block of its own.
+inline constexpr std::int64_t min_chunk_elems = 4096;
+/// Blocks per SM the chunking aims for (512 threads: 4 blocks fill an SM's 2048 threads).
+inline constexpr int target_blocks_per_sm = 4;
+/// 16-byte vectors of each matrix a thread loads before it uses the first.
+inline constexpr int unroll = 2;
+
+struct Geometry {
+  std::int64_t chunks;       // chunks per row
+  std::int64_t chunk_elems;  // a multiple of 8, so every chunk keeps the row's alignment
+};
+
+/// Most chunks a row can be cut into: sizes the workspace independently of the device.
+inline std::int64_t max_chunks(std::int64_t cols) { return (cols + min_chunk_elems - 1) / min_chunk_elems; }
+
+inline Geometry geometry(std::int64_t rows, std::int64_t cols, int sm_count) {
+  const std::int64_t target = static_cast<std::int64_t>(sm_count) * target_blocks_per_sm;
+  std::int64_t chunks = (target + rows - 1) / rows;
+  if (chunks > max_chunks(cols)) chunks = max_chunks(cols);
+  if (chunks < 1) chunks = 1;
+  std::int64_t chunk_elems = (cols + chunks - 1) / chunks;
+  chunk_elems = (chunk_elems + 7) / 8 * 8;
+  return {(cols + chunk_elems - 1) / chunk_elems, chunk_elems};
+}
+
+struct Workspace {
+  RowSums* partials;  // rows x max_chunks(cols)
+
+  static Workspace carve(WorkspaceCarver& carver, std::int64_t rows, std::int64_t cols) {
+    return {carver.take<RowSums>(rows * max_chunks(cols))};
+  }
+};
+
+/// Calls f(i, x_i, y_i, g_i) for every i in [0, n) of a tile, each element by one thread of the block;
+/// f returns dx_i, stored to out[i] when Write. 16-byte accesses when every matrix has the same alignment
+/// within 16 bytes (the usual case), scalar ones otherwise.
+template <bool Write, class T, class F>
+__device__ __forceinline__ void tile_walk(const T* x, const T* y, const T* g, T* out, std::int64_t n, F&& f) {
+  using Traits = StorageTraits<T>;
+  constexpr int W = vector_width<T>;
+  const int t = static_cast<int>(threadIdx.x);
+  const std::int64_t head = unaligned_head(x, n);
+  const bool same = head == unaligned_head(y, n) && head == unaligned_head(g, n) && (!Write || head == unaligned_head(out, n));
+  const auto scalar = [&](std::int64_t i) {
+    const float v = f(Traits::to_float(x[i]), Traits::to_float(y[i]), Traits::to_float(g[i]));
+    if constexpr (Write) out[i] = Traits::from_float(v);
+  };
+  if (!same) {
+    for (std::int64_t i = t; i < n; i += threads) scalar(i);
+    return;
+  }
+  if (t < head) scalar(t);
+  const std::int64_t vectors = (n - head) / W;
+  const auto vector = [&](const Vector<T>& a, const Vector<T>& b, const Vector<T>& c, std::int64_t v) {
+    Vector<T> d;
+#pragma unroll
+    for (int e = 0; e < W; ++e)
+      d.v[e] = Traits::from_float(f(Traits::to_float(a.v[e]), Traits::to_float(b.v[e]), Traits::to_float(c.v[e])));
+    if constexpr (Write) store_vector(out + head + v * W, d);  // in place (out == g): loaded above by this thread
+  };
+  constexpr int Step = threads * unroll;
+  std::int64_t v0 = 0;
+  for (; v0 + Step <= vectors; v0 += Step) {
+    Vector<T> a[unroll], b[unroll], c[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const std::int64_t at = head + (v0 + u * threads + t) * W;
+      a[u] = load_vector(x + at);
+      b[u] = load_vector(y + at);
+      c[u] = load_vector(g + at);
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) vector(a[u], b[u], c[u], v0 + u * threads + t);
+  }
+  for (std::int64_t v = v0 + t; v < vectors; v += threads) {
+    const std::int64_t at = head + v * W;
+    vector(load_vector(x + at), load_vector(y + at), load_vector(g + at), v);
+  }
+  for (std::int64_t i = head + vectors * W + t; i < n; i += threads) scalar(i);
+}
+
+struct Item {
+  std::int64_t row, chunk, begin, size;
+  __device__ Item(std::int64_t item, const BackwardLayout& l, Geometry geo)
+      : row(item / geo.chunks), chunk(item % geo.chunks), begin(chunk * geo.chunk_elems),
+        size(min(geo.chunk_elems, l.cols - chunk * geo.chunk_elems)) {}
+};
+
+template <class T>
+__global__ void __launch_bounds__(threads) sums(const T* x, const T* y, const T* dy, BackwardLayout l, Geometry geo,
+                                                RowSums* partials) {
+  __shared__ typename cub::BlockReduce<RowSums, threads>::TempStorage storage;
+  for (std::int64_t item = blockIdx.x; item < l.rows * geo.chunks; item += gridDim.x) {
+    const Item it(item, l, geo);
+    ThreadSums acc;
+    tile_walk<false>(x + it.row * l.ld_x + it.begin, y + it.row * l.ld_y + it.begin, dy + it.row * l.ld_dy + it.begin,
+                     static_cast<T*>(nullptr), it.size, [&](float xv, float yv, float gv) {
+                       acc.add(xv, yv, gv);
+                       return 0.0f;
+                     });
+    const RowSums total = cub::BlockReduce<RowSums, threads>(storage).Reduce(acc.total(), CombineRowSums{});
+    if (threadIdx.x == 0) partials[item] = total;
+    __syncthreads();  // the reduction's storage is reused by the next item
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads) apply(const T* x, const T* y, const T* dy, T* dx, BackwardLayout l,
+                                                 Geometry geo, const RowSums* partials) {
+  struct Shared {
+    typename cub::BlockReduce<RowSums, threads>::TempStorage reduce;
+    RowSums total;
+  };
+  __shared__ Shared storage;
+  for (std::int64_t item = blockIdx.x; item < l.rows * geo.chunks; item += gridDim.x) {
+    const Item it(item, l, geo);
+    RowSums acc = RowSums::identity();
+    for (std::int64_t i = threadIdx.x; i < geo.chunks; i += threads) acc = CombineRowSums{}(acc, partials[it.row * geo.chunks + i]);
+    const RowSums total = cub::BlockReduce<RowSums, threads>(storage.reduce).Reduce(acc, CombineRowSums{});
+    if (threadIdx.x == 0) storage.total = total;
+    __syncthreads();
+    const RowGradient grad = make_row_gradient(storage.total, l.cols);
+    __syncthreads();  // every thread has read the total before the next item overwrites it
+    tile_walk<true>(x + it.row * l.ld_x + it.begin, y + it.row * l.ld_y + it.begin, dy + it.row * l.ld_dy + it.begin,
+                    dx + it.row * l.ld_dx + it.begin, it.size,
+                    [&](float xv, float yv, float gv) { return grad.dx(xv, yv, gv); });
+  }
+}
+
+template <class T>
+Status launch(const T* x, const T* y, const T* dy, T* dx, const BackwardLayout& l, void* workspace, int sm_count,
+              const Launcher& launcher) {
+  WorkspaceCarver carver(workspace);
+  const Workspace w = Workspace::carve(carver, l.rows, l.cols);
+  const Geometry geo = geometry(l.rows, l.cols, sm_count);
+  const unsigned grid = grid_for(l.rows * geo.chunks);
+  RSS_TRY(launcher("backward::two_pass::sums", sums<T>, grid, threads, 0, false, 0, x, y, dy, l, geo, w.partials));
+  return launcher("backward::two_pass::apply", apply<T>, grid, threads, 0, false, 0, x, y, dy, dx, l, geo,
+                  static_cast<const RowSums*>(w.partials));
+}
+
+}  // namespace rss::detail::backward::two_pass

@@ -1,0 +1,135 @@
+// Host-only parts of the backward pass: the cluster_row planner's kernel contract and the argument checks.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "rss/backward/cluster_plan.hpp"
+#include "rss/backward/layout.hpp"
+
+using rss::BackwardClusterConfig;
+using rss::BackwardClusterPlan;
+using rss::BackwardLayout;
+using rss::DType;
+using rss::Status;
+
+TEST_CASE("backward cluster plan holds every row up to its limit, within the kernel contract", "[cpu][backward][planner]") {
+  for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
+    const int w = 16 / rss::dtype_bytes(dtype);
+    for (std::int64_t cols = 1; cols <= rss::backward_cluster_max_cols; cols = cols < 64 ? cols + 1 : cols * 3 / 2 + 7) {
+      INFO(rss::dtype_name(dtype) << " cols " << cols);
+      BackwardClusterPlan plan;
+      REQUIRE(rss::plan_backward_cluster_row(8, 5, cols, dtype, nullptr, &plan) == Status::success);
+      const BackwardClusterConfig& c = plan.config;
+      CHECK(rss::backward_cluster_config_fits(c, cols, dtype, 8));
+      CHECK(c.elems_per_thread % w == 0);
+      CHECK(plan.chunk_elems % 8 == 0);
+      CHECK(plan.chunk_elems <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread);
+      CHECK(plan.chunk_elems * c.cluster_size >= cols);
+      CHECK(plan.chunk_elems * (c.cluster_size - 1) < cols);  // no block without elements
+      CHECK(plan.grid_blocks == 5 * c.cluster_size);
+    }
+    BackwardClusterPlan plan;
+    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols, dtype, nullptr, &plan) == Status::success);
+    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols + 1, dtype, nullptr, &plan) ==
+          Status::not_admissible);
+  }
+}
+
+TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred configurations, refusals", "[cpu][backward][planner]") {
+  CHECK(rss::default_backward_cluster_config(4096, DType::fp32, 8) == BackwardClusterConfig{512, 8, 1});
+  CHECK(rss::default_backward_cluster_config(8192, DType::fp32, 8) == BackwardClusterConfig{512, 16, 1});
+  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8) == BackwardClusterConfig{512, 16, 4});
+  CHECK(rss::default_backward_cluster_config(131072, DType::fp32, 8) == BackwardClusterConfig{512, 32, 8});
+  CHECK(rss::default_backward_cluster_config(128256, DType::bf16, 8) == BackwardClusterConfig{512, 32, 8});
+  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == BackwardClusterConfig{256, 16, 1});
+  CHECK(rss::default_backward_cluster_config(1, DType::fp16, 8) == BackwardClusterConfig{256, 8, 1});
+
+  BackwardClusterPlan plan;
+  const BackwardClusterConfig preferred{256, 16, 2};
+  REQUIRE(rss::plan_backward_cluster_row(8, 3, 8192, DType::fp32, &preferred, &plan) == Status::success);
+  CHECK(plan.config == preferred);
+  CHECK(plan.chunk_elems == 4096);
+  const BackwardClusterConfig too_small{256, 4, 1};
+  REQUIRE(rss::plan_backward_cluster_row(8, 3, 8192, DType::fp32, &too_small, &plan) == Status::success);
+  CHECK(plan.config == rss::default_backward_cluster_config(8192, DType::fp32, 8));
+  const BackwardClusterConfig not_a_vector{256, 4, 1};  // 4 bf16 elements are half a vector
+  CHECK_FALSE(rss::backward_cluster_config_fits(not_a_vector, 100, DType::bf16, 8));
+
+  CHECK(rss::plan_backward_cluster_row(0, 3, 100, DType::fp32, nullptr, &plan) == Status::unsupported_device);
+  CHECK(rss::plan_backward_cluster_row(8, -1, 100, DType::fp32, nullptr, &plan) == Status::negative_size);
+  CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::fp32, nullptr, nullptr) == Status::null_pointer);
+  CHECK(rss::plan_backward_cluster_row(8, std::numeric_limits<std::int64_t>::max() / 2, 100, DType::fp32, nullptr, &plan) ==
+        Status::size_overflow);
+  REQUIRE(rss::plan_backward_cluster_row(0, 0, 100, DType::fp32, nullptr, &plan) == Status::success);  // empty: no device needed
+  CHECK(plan.grid_blocks == 0);
+  // A smaller cluster limit moves long rows out of reach.
+  CHECK(rss::plan_backward_cluster_row(2, 1, 65536, DType::fp32, nullptr, &plan) == Status::not_admissible);
+  CHECK(rss::plan_backward_cluster_row(2, 1, 32768, DType::fp32, nullptr, &plan) == Status::success);
+}
+
+TEST_CASE("backward layout validation: sizes, leading dimensions, 64-bit extents", "[cpu][backward][validate]") {
+  CHECK(rss::validate_backward_layout(BackwardLayout::contiguous(2, 3), 4) == Status::success);
+  CHECK(rss::validate_backward_layout(BackwardLayout{2, 3, 3, 4, 5, 6}, 4) == Status::success);
+  CHECK(rss::validate_backward_layout(BackwardLayout{2, 3, 2, 3, 3, 3}, 4) == Status::invalid_layout);
+  CHECK(rss::validate_backward_layout(BackwardLayout{2, 3, 3, 2, 3, 3}, 4) == Status::invalid_layout);
+  CHECK(rss::validate_backward_layout(BackwardLayout{2, 3, 3, 3, 2, 3}, 4) == Status::invalid_layout);
+  CHECK(rss::validate_backward_layout(BackwardLayout{2, 3, 3, 3, 3, 2}, 4) == Status::invalid_layout);
+  CHECK(rss::validate_backward_layout(BackwardLayout{-1, 3, 3, 3, 3, 3}, 4) == Status::negative_size);
+  CHECK(rss::validate_backward_layout(BackwardLayout{2, -3, 3, 3, 3, 3}, 4) == Status::negative_size);
+  CHECK(rss::validate_backward_layout(BackwardLayout{0, 3, 0, 0, 0, 0}, 4) == Status::success);
+  const std::int64_t big = std::int64_t{1} << 40;
+  CHECK(rss::validate_backward_layout(BackwardLayout{big, big, big, big, big, big}, 4) == Status::size_overflow);
+  CHECK(rss::validate_backward_layout(BackwardLayout{1 << 20, 4, 4, 4, 4, big << 4}, 4) == Status::size_overflow);
+  CHECK(rss::validate_backward_layout(BackwardLayout{1 << 20, 4, 4, 4, 4, big}, 4) == Status::success);  // 2^62 bytes
+}
+
+TEST_CASE("backward call validation: pointers, in place, overlaps and the workspace", "[cpu][backward][validate]") {
+  alignas(256) static unsigned char buffer[4096];
+  const BackwardLayout l = BackwardLayout::contiguous(2, 3);  // 24 bytes per matrix in fp32
+  const void* x = buffer;
+  const void* y = buffer + 256;
+  const void* dy = buffer + 512;
+  const void* dx = buffer + 768;
+  void* ws = buffer + 1024;
+  const auto call_ws = [&](const void* a, const void* b, const void* c, const void* d, const BackwardLayout& layout,
+                           const void* w, std::size_t bytes = 256, std::size_t required = 256) {
+    return rss::validate_backward_call(a, b, c, d, layout, 4, w, bytes, required);
+  };
+  const auto call = [&](const void* a, const void* b, const void* c, const void* d, const BackwardLayout& layout) {
+    return call_ws(a, b, c, d, layout, ws);
+  };
+  CHECK(call(x, y, dy, dx, l) == Status::success);
+  CHECK(call(nullptr, y, dy, dx, l) == Status::null_pointer);
+  CHECK(call(x, nullptr, dy, dx, l) == Status::null_pointer);
+  CHECK(call(x, y, nullptr, dx, l) == Status::null_pointer);
+  CHECK(call(x, y, dy, nullptr, l) == Status::null_pointer);
+  CHECK(call_ws(x, y, dy, dx, l, nullptr) == Status::null_pointer);
+  CHECK(call_ws(x, y, dy, dx, l, ws, 255) == Status::workspace_too_small);
+  CHECK(call_ws(x, y, dy, dx, l, buffer + 1025) == Status::misaligned_workspace);
+  CHECK(call_ws(x, y, dy, dx, l, nullptr, 0, 0) == Status::success);
+
+  // In place: dx is dy with the same leading dimension.
+  CHECK(call(x, y, dy, dy, l) == Status::success);
+  CHECK(call(x, y, dy, dy, BackwardLayout{2, 3, 3, 3, 3, 4}) == Status::overlapping_buffers);
+  CHECK(call(x, y, dy, buffer + 516, l) == Status::overlapping_buffers);  // dx one element into dy
+  CHECK(call(x, y, dy, x, l) == Status::overlapping_buffers);
+  CHECK(call(x, y, dy, buffer + 260, l) == Status::overlapping_buffers);  // into y
+  CHECK(call(x, x, x, dx, l) == Status::success);                         // inputs may share memory
+  // Strided rows that would interleave without touching are still refused.
+  CHECK(call(x, y, buffer + 512, buffer + 516, BackwardLayout{2, 1, 1, 1, 2, 2}) == Status::overlapping_buffers);
+  // The workspace may overlap no matrix.
+  CHECK(call_ws(x, y, dy, dx, l, buffer + 768) == Status::overlapping_buffers);
+  CHECK(call(x, y, dy, buffer + 1024 + 128, l) == Status::overlapping_buffers);
+  // Empty problems pass with any pointers; sizes are checked before pointers.
+  CHECK(call_ws(nullptr, nullptr, nullptr, nullptr, BackwardLayout::contiguous(0, 3), nullptr) == Status::success);
+  CHECK(call(nullptr, y, dy, dx, BackwardLayout::contiguous(-1, 3)) == Status::negative_size);
+}
+
+TEST_CASE("backward strategy names", "[cpu][backward]") {
+  CHECK(std::string(rss::backward_strategy_name(rss::BackwardStrategy::two_pass)) == "two_pass");
+  CHECK(std::string(rss::backward_strategy_name(rss::BackwardStrategy::cluster_row)) == "cluster_row");
+  CHECK(std::string(rss::backward_strategy_name(rss::BackwardStrategy::automatic)) == "automatic");
+  CHECK(std::string(rss::backward_strategy_name(static_cast<rss::BackwardStrategy>(42))) == "unknown");
+}
