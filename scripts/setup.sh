@@ -1,31 +1,66 @@
-# Sourced by scripts/test.sh and scripts/bench.sh: puts nvcc on PATH and installs, only when missing,
-# what a fresh machine lacks (it has the CUDA toolkit, compilers, CMake and Google Benchmark).
-# Usage: source scripts/setup.sh [catch2]   (catch2: the tests need it, the benchmarks do not)
+# Sourced by scripts/test.sh and scripts/bench.sh: puts nvcc on PATH and checks what the build needs.
+# As root it installs what is missing (Debian packages with apt-get, Python packages with pip); as
+# another user it names what to install and stops with exit code 1.
+# Usage: source scripts/setup.sh [catch2] [benchmark]   (the tests need Catch2, the bench Google Benchmark;
+# both need CMake 3.21+, a C++17 compiler, the CUDA toolkit 12.8+, python3 with numpy and matplotlib)
+
+rss_fail() {
+  echo "scripts/setup.sh: $*" >&2
+  return 1 2>/dev/null || exit 1
+}
 
 if ! command -v nvcc >/dev/null 2>&1; then
   if [ -x /usr/local/cuda/bin/nvcc ]; then
     export PATH="/usr/local/cuda/bin:$PATH"
   else
-    echo "nvcc is neither on PATH nor in /usr/local/cuda/bin: install the CUDA toolkit (12.8 or newer)" >&2
-    exit 1
+    rss_fail "nvcc is neither on PATH nor in /usr/local/cuda/bin: install the CUDA toolkit (12.8 or newer) and put its bin/ on PATH"
   fi
 fi
 export CUDACXX="${CUDACXX:-$(command -v nvcc)}"
+command -v cmake >/dev/null 2>&1 || rss_fail "cmake not found: install CMake 3.21 or newer (Debian: apt-get install cmake; or python3 -m pip install cmake)"
+command -v python3 >/dev/null 2>&1 || rss_fail "python3 not found (Debian: apt-get install python3)"
 echo "nvcc: $CUDACXX ($(nvcc --version | grep -o 'release [0-9.]*')); $(cmake --version | head -n 1); python3: $(python3 --version 2>&1)"
 
-export DEBIAN_FRONTEND=noninteractive
+rss_have_header() {  # a Debian package, or the header where a source install puts it
+  dpkg -s "$1" >/dev/null 2>&1 || [ -f "/usr/include/$2" ] || [ -f "/usr/local/include/$2" ]
+}
 rss_apt=()
-dpkg -s libbenchmark-dev >/dev/null 2>&1 || rss_apt+=(libbenchmark-dev)
-if [ "${1:-}" = catch2 ]; then dpkg -s catch2 >/dev/null 2>&1 || rss_apt+=(catch2); fi
-if [ "${#rss_apt[@]}" -gt 0 ]; then
-  echo "apt: installing ${rss_apt[*]}"
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${rss_apt[@]}"
+for rss_want in "$@"; do
+  case "$rss_want" in
+    catch2) rss_have_header catch2 catch2/catch.hpp || rss_apt+=(catch2) ;;
+    benchmark) rss_have_header libbenchmark-dev benchmark/benchmark.h || rss_apt+=(libbenchmark-dev) ;;
+    *) rss_fail "unknown component '$rss_want' (known: catch2 benchmark)" ;;
+  esac
+done
+rss_pip=()
+python3 -c 'import numpy' >/dev/null 2>&1 || rss_pip+=(numpy)
+python3 -c 'import matplotlib' >/dev/null 2>&1 || rss_pip+=(matplotlib)
+
+if [ "${#rss_apt[@]}" -gt 0 ] || [ "${#rss_pip[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    {
+      echo "scripts/setup.sh: missing, and not root, so not installed here:"
+      [ "${#rss_apt[@]}" -eq 0 ] || echo "    Debian packages: ${rss_apt[*]}    ->  sudo apt-get install ${rss_apt[*]}"
+      if [ "${#rss_pip[@]}" -gt 0 ]; then
+        echo "    Python packages: ${rss_pip[*]}    ->  python3 -m pip install --user ${rss_pip[*]}"
+        echo "        (or, for Debian's python3: sudo apt-get install ${rss_pip[*]/#/python3-})"
+      fi
+      echo "Install them (or run this as root), then run the command again."
+    } >&2
+    return 1 2>/dev/null || exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "${#rss_apt[@]}" -gt 0 ]; then
+    echo "apt: installing ${rss_apt[*]}"
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${rss_apt[@]}"
+  fi
+  if [ "${#rss_pip[@]}" -gt 0 ]; then
+    echo "pip: installing ${rss_pip[*]}"
+    # A Debian system python refuses pip (PEP 668) or lacks it: fall back to the distribution's packages.
+    PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q "${rss_pip[@]}" || {
+      echo "pip failed: installing ${rss_pip[*]/#/python3-} with apt"
+      apt-get update -qq && apt-get install -y -qq --no-install-recommends "${rss_pip[@]/#/python3-}"
+    }
+  fi
 fi
-if ! python3 -c 'import numpy, matplotlib' >/dev/null 2>&1; then
-  echo "pip: installing numpy matplotlib"
-  # A Debian system python refuses pip (PEP 668) or lacks it: fall back to the distribution's packages.
-  PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q numpy matplotlib || {
-    echo "pip failed: installing python3-numpy python3-matplotlib with apt"
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-numpy python3-matplotlib
-  }
-fi
+unset rss_want

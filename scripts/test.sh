@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, builds, and runs the tests. With a GPU it
-# runs everything; without one it runs the CPU tests and says which GPU tests (label gpu) were not run.
+# The README's test command: installs what is missing, builds the tests and examples (not the bench),
+# and runs the tests. With a GPU it runs everything; without one it runs the CPU tests and says which
+# GPU tests (label gpu) were not run. RSS_BUILD_DIR picks the build folder (default build).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh catch2
 build=${RSS_BUILD_DIR:-build}
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRSS_BUILD_TESTS=ON -DRSS_BUILD_EXAMPLES=ON -DRSS_BUILD_BENCH=OFF
 cmake --build "$build" -j "$(nproc)"
 if nvidia-smi -L >/dev/null 2>&1; then
   ctest --test-dir "$build" --output-on-failure

@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
-"""Runs measurement sessions as SPEC §4 describes them, then the report.
+"""Runs measurement sessions of the project's protocol (docs/protocol.md), then the report.
 
-    python3 bench/tools/session.py --build build --sessions 1 2
+    python3 bench/tools/session.py --build build-bench                     (quick protocol, the default)
+    python3 bench/tools/session.py --build build-bench --protocol full      (the full protocol)
 
 Each session: read the clocks, run `rss_bench --session=N` (rounds, per-round shuffled variant order
 from the recorded seed; session 2 reverses the shape order), run the torch peers on the same shapes
 and fixture when torch is importable (its absence is recorded otherwise), read the clocks again, and
 complete the raw records' context: source hash of include/ and bench/, driver, clocks, fixture hash.
-Raw records go to bench/results/raw/session<N>_{rss,torch}.json; the report is rebuilt from all of them.
+
+Protocols (any option given explicitly overrides the preset):
+  quick  1 session, 3 rounds x 10 samples, 6 shapes x fp32/bf16, no torch peers: a few minutes. Records
+         and report go to BUILD/quick/ (never over the committed results); not the basis of any claim.
+  full   sessions 1 and 2, 10 rounds x 30 samples, 10 shapes x fp32/bf16/fp16, the torch peers when torch
+         is importable: about an hour. Records go to bench/results/raw/session<N>_{rss,torch}.json and the
+         report to bench/results/, rebuilt from every record there.
 """
 import argparse
 import json
@@ -39,7 +46,7 @@ def nvidia_smi(fields):
 CLOCKS = ["clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw", "pstate"]
 
 
-def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note=None):
+def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note=None, protocol=None):
     """Fills the context fields the C++ bench leaves to the runner, and checks the fixture matches."""
     with open(path) as f:
         doc = json.load(f)
@@ -58,6 +65,8 @@ def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note=No
     ctx["fixture"].update(fx)
     if peers_note is not None:
         ctx["config"]["peers"] = peers_note
+    if protocol is not None:
+        ctx["config"]["protocol"] = protocol
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
@@ -69,32 +78,78 @@ def torch_available():
     return probe.returncode == 0, (probe.stderr.strip().splitlines() or ["ok"])[-1]
 
 
+ALL_SHAPES = "1x131072,8x131072,64x131072,32x128256,4096x4096,16384x8192,4096x32768,1x1048576,1x4194304,1x16777216"
+PRESETS = {
+    "quick": {"sessions": [1], "rounds": 3, "iterations": 10, "dtypes": "fp32,bf16", "peers": "off",
+              "shapes": "1x131072,64x131072,32x128256,4096x4096,16384x8192,1x4194304"},
+    "full": {"sessions": [1, 2], "rounds": 10, "iterations": 30, "dtypes": "fp32,bf16,fp16", "peers": "auto",
+             "shapes": ALL_SHAPES},
+}
+# Seconds per (session, shape/dtype pair, round) for rss_bench's variants: set-up plus per-sample cost, fitted
+# to an H200 session of 3 rounds x 10 samples over 20 pairs that took 157 s.
+SECONDS_PER_ROUND, SECONDS_PER_SAMPLE = 1.3, 0.13
+
+
+def estimate_seconds(sessions, pairs, rounds, iterations):
+    """Rough duration of rss_bench's part of the sessions (the torch peers come on top)."""
+    return sessions * pairs * rounds * (SECONDS_PER_ROUND + SECONDS_PER_SAMPLE * iterations)
+
+
+def minutes(seconds):
+    return "%.0f min" % (seconds / 60) if seconds >= 90 else "%.0f s" % seconds
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default=os.path.join(TREE, "build"), help="CMake build folder holding bench/rss_bench")
-    ap.add_argument("--sessions", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--protocol", choices=sorted(PRESETS), default="quick",
+                    help="preset of the options below (default quick; full is the protocol of the committed results)")
+    ap.add_argument("--build", default=os.path.join(TREE, "build-bench"),
+                    help="CMake build folder holding bench/rss_bench (default build-bench)")
+    ap.add_argument("--sessions", type=int, nargs="+", help="session numbers (quick: 1; full: 1 2)")
+    ap.add_argument("--rounds", type=int, help="rounds per shape (quick: 3; full: 10)")
+    ap.add_argument("--iterations", type=int, help="host samples per variant and round (quick: 10; full: 30)")
     ap.add_argument("--seed", type=int, default=20261129, help="seed of the per-round shuffles (recorded)")
-    ap.add_argument("--fixture-seed", type=int, default=42)
-    ap.add_argument("--shapes", default="", help="comma list ROWSxCOLS (default: every SPEC §3 shape)")
-    ap.add_argument("--raw", default=os.path.join(TREE, "bench", "results", "raw"))
-    ap.add_argument("--results", default=os.path.join(TREE, "bench", "results"))
-    ap.add_argument("--dtypes", default="fp32,bf16,fp16", help="comma list of storage types, each over every shape")
-    ap.add_argument("--peers", choices=["auto", "off"], default="auto")
+    ap.add_argument("--fixture-seed", type=int, default=42, help="seed of the input fixture (recorded)")
+    ap.add_argument("--shapes", help="comma list ROWSxCOLS (quick: 6 shapes; full: the 10 project shapes)")
+    ap.add_argument("--dtypes", help="comma list of storage types, each over every shape (quick: fp32,bf16; "
+                                     "full: fp32,bf16,fp16)")
+    ap.add_argument("--peers", choices=["auto", "off"], help="torch peers (quick: off; full: auto, i.e. when "
+                                                             "torch with CUDA is importable)")
     ap.add_argument("--peers-timeout", type=int, default=600, help="seconds the torch peers may take per session")
+    ap.add_argument("--raw", help="raw records folder (quick: BUILD/quick/raw; full: bench/results/raw)")
+    ap.add_argument("--results", help="report folder (quick: BUILD/quick; full: bench/results)")
     ap.add_argument("--no-report", action="store_true", help="record only; build the report later")
     args = ap.parse_args(argv)
+    for key, value in PRESETS[args.protocol].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    quick_dir = os.path.join(args.build, "quick")
+    if args.raw is None:
+        args.raw = os.path.join(quick_dir, "raw") if args.protocol == "quick" else os.path.join(TREE, "bench", "results", "raw")
+    if args.results is None:
+        args.results = quick_dir if args.protocol == "quick" else os.path.join(TREE, "bench", "results")
+    if args.rounds < 1 or args.iterations < 1 or any(s < 1 for s in args.sessions):
+        ap.error("--rounds, --iterations and session numbers must be >= 1")
 
     bench = os.path.join(args.build, "bench", "rss_bench")
     if not os.path.exists(bench):
-        sys.exit("session: %s not found: build first (cmake -S . -B build && cmake --build build -j)" % bench)
+        sys.exit("session: %s not found: build it first (bash scripts/bench.sh does; or cmake -S . -B build-bench "
+                 "-DRSS_BUILD_BENCH=ON && cmake --build build-bench --target rss_bench)" % bench)
     os.makedirs(args.raw, exist_ok=True)
-    shapes = args.shapes or "1x131072,8x131072,64x131072,32x128256,4096x4096,16384x8192,4096x32768," \
-                            "1x1048576,1x4194304,1x16777216"
+    shapes = args.shapes
     dtypes = args.dtypes.split(",")
     bench_shapes = ",".join(s if d == "fp32" else s + ":" + d for d in dtypes for s in shapes.split(","))
     has_torch, why = torch_available() if args.peers == "auto" else (False, "peers switched off")
+    pairs = len(dtypes) * len(shapes.split(","))
+    estimate = estimate_seconds(len(args.sessions), pairs, args.rounds, args.iterations)
+    label = "QUICK protocol (a first look, not the committed protocol: bash scripts/bench.sh --full)" \
+        if args.protocol == "quick" else "FULL protocol (docs/protocol.md)"
+    print("== %s: session(s) %s, %d rounds x %d samples, %d shape/dtype pairs (%s x %s), torch peers: %s"
+          % (label, " ".join(map(str, args.sessions)), args.rounds, args.iterations, pairs,
+             len(shapes.split(",")), args.dtypes, "yes" if has_torch else "no (%s)" % why), file=sys.stderr)
+    print("== estimated duration: about %s for rss_bench%s; records: %s, report: %s"
+          % (minutes(estimate), ", plus up to %s for the torch peers" % minutes(args.peers_timeout * len(args.sessions))
+             if has_torch else "", args.raw, args.results), file=sys.stderr, flush=True)
 
     for session in args.sessions:
         order = "forward" if session % 2 == 1 else "reverse"
@@ -122,11 +177,13 @@ def main(argv=None):
             if rc != 0:
                 peers_note = "torch peers failed: %s" % rc
                 print("session: " + peers_note, file=sys.stderr)
-        complete_context(rss_out, clocks_start, nvidia_smi(CLOCKS), args.fixture_seed, peers_note)
+        complete_context(rss_out, clocks_start, nvidia_smi(CLOCKS), args.fixture_seed, peers_note, args.protocol)
 
     if not args.no_report:
         rc = subprocess.run([sys.executable, os.path.join(HERE, "report.py"), "build", "--records", args.raw,
                              "--out", args.results]).returncode
+        if rc == 0:
+            print("== %s done: %s" % (label, os.path.join(args.results, "results.md")), file=sys.stderr)
         sys.exit(rc)
 
 
