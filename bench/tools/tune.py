@@ -92,7 +92,7 @@ def header(entries, device, name, sources):
         for rows, cols, dtype, variant, best, auto in entries:
             strategy, config = parse_variant(variant)
             cfg = "{%d, %d, %d}" % config if config else "{}"
-            out.append(f"    {{{DTYPE_ENUM[dtype]}, {rows}, {rows}, {cols}, {cols}, Strategy::{strategy}, {cfg}}},"
+            out.append(f"    {{{DTYPE_ENUM[dtype]}, {rows}, {rows}, {cols}, {cols}, {{Strategy::{strategy}, {cfg}}}}},"
                        f"  // {best:.2f} us vs {auto:.2f}")
         out += ["};", f"inline constexpr const TuningEntry* {name}_entries = {name}_entries_storage;",
                 f"inline constexpr int {name}_entry_count = {len(entries)};"]

@@ -96,7 +96,8 @@ TEST_CASE("launch metadata counts the kernels each strategy runs", "[gpu][api]")
   CHECK(list.items[0].grid >= static_cast<unsigned>(sm_count / 2));
   REQUIRE(rss::describe_launches<float>(Strategy::megakernel_grid, 1, 16777216, &list) == Status::success);
   CHECK(list.evicted_tiles > 0);
-  REQUIRE(rss::describe_launches<float>(Strategy::control_ordinary_launch, 64, 131072, &list) == Status::success);
+  const rss::Config ordinary_launch{Strategy::megakernel_grid, {}, rss::MegakernelControl::ordinary_launch};
+  REQUIRE(rss::describe_launches<float>(ordinary_launch, 64, 131072, &list) == Status::success);
   CHECK(list.kernels == 6);
   CHECK_FALSE(list.any_cooperative());
 }
@@ -112,14 +113,18 @@ TEST_CASE("the baseline graph holds exactly nine kernel nodes and replays correc
   REQUIRE(rss::workspace_bytes<float>(Strategy::baseline_graph, rows, cols, &bytes) == Status::success);
   rss_test::DeviceBuffer workspace(bytes);
 
-  rss::BaselineGraph<float> graph;
-  REQUIRE(graph.capture(x.get<const float>(), y.get<float>(), rss::Layout::contiguous(rows, cols), workspace.get(), bytes) == Status::success);
-  int nodes = 0;
-  REQUIRE(graph.kernel_node_count(&nodes) == Status::success);
-  CHECK(nodes == 9);
+  rss::Operator<float> graph;
+  REQUIRE(graph.initialize(Strategy::baseline_graph, x.get<const float>(), y.get<float>(),
+                           rss::Layout::contiguous(rows, cols), workspace.get(), bytes) == Status::success);
+  rss::LaunchList list;
+  REQUIRE(graph.describe(&list) == Status::success);
+  CHECK(list.graph);
+  CHECK(list.graph_kernel_nodes == 9);  // read from the instantiated graph itself
+  CHECK(list.kernels == 9);
+  CHECK(list.host_launches == 1);
   for (int replay = 0; replay < 3; ++replay) {
     rss_test::poison(y);
-    REQUIRE(graph.replay() == Status::success);
+    REQUIRE(graph.run() == Status::success);
     RSS_TEST_CUDA(cudaDeviceSynchronize());
     std::vector<float> out(values.size());
     RSS_TEST_CUDA(cudaMemcpy(out.data(), y.get(), y.bytes(), cudaMemcpyDeviceToHost));

@@ -28,7 +28,7 @@ using rss_test::to_double;
 
 template <class T>
 const char* type_name() {
-  return rss::dtype_name(rss::detail::StorageTraits<T>::dtype);
+  return rss::dtype_name(rss::dtype_of<T>);
 }
 
 using rss_test::strategies_and_automatic;
@@ -140,7 +140,7 @@ void check_strided(Strategy strategy, std::int64_t rows, std::int64_t cols, cuda
   INFO("ran " << rss::strategy_name(ran));
   const auto out = download<T>(y, y_count);
   const double error = p.error(out, p.layout.ld_y);
-  const double tolerance = rss::reference::tolerance(rss::detail::StorageTraits<T>::dtype);
+  const double tolerance = rss::reference::tolerance(rss::dtype_of<T>);
   INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
   CHECK(error <= tolerance);
   const std::string written = p.padding_written(out, p.layout.ld_y);
@@ -173,7 +173,7 @@ void check_in_place(Strategy strategy, std::int64_t rows, std::int64_t cols, std
   RSS_TEST_CUDA(cudaStreamSynchronize(stream));
   const auto out = download<T>(xy, count);
   const double error = p.error(out, ld);
-  const double tolerance = rss::reference::tolerance(rss::detail::StorageTraits<T>::dtype);
+  const double tolerance = rss::reference::tolerance(rss::dtype_of<T>);
   INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
   CHECK(error <= tolerance);
   const std::string written = p.padding_written(out, ld);
@@ -352,8 +352,8 @@ TEST_CASE("the automatic operator runs and reports a concrete strategy", "[gpu][
 }
 
 TEST_CASE("cluster_row matches the reference with every configuration that fits", "[gpu][cluster_row]") {
-  rss::ClusterLimits limits;
-  REQUIRE(rss::detail::cluster_row::current_cluster_limits(&limits) == Status::success);
+  rss::DeviceInfo limits;
+  REQUIRE(rss::current_device_info(&limits) == Status::success);
   if (limits.max_cluster_size == 0) {
     WARN("no thread-block clusters on this device: cluster_row is not tested");
     return;
@@ -361,7 +361,7 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
   // Exact fits (every block share is threads x elems), whole vectors, and odd widths: each kernel
-  // instantiation (rss::detail::cluster_row::Fit) runs.
+  // instantiation (exact fit, whole vectors, checked) runs.
   for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131072}, {2, 8192}, {4, 70000}, {5, 4097}, {3, 70001}}) {
     const auto [rows, cols] = shape;
     const Strided<float> p(Layout::contiguous(rows, cols), rss_test::fresh_seed());
@@ -375,15 +375,21 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
           if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size)) continue;
           INFO(rows << " x " << cols << " threads " << threads << " elems " << elems << " cluster " << cluster_size
                     << " seed " << p.seed);
-          rss::ClusterRow<float> op;
-          const Status init = op.initialize(x.get<const float>(), y.get<float>(), p.layout, &c);
+          rss::Operator<float> op;
+          const rss::Config config{Strategy::cluster_row, c};
+          const Status init = op.initialize(config, x.get<const float>(), y.get<float>(), p.layout, nullptr, 0);
           INFO("initialize: " << rss::status_message(init) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
           REQUIRE(init == Status::success);
-          CHECK(op.plan().config == c);
-          CHECK(op.plan().grid_blocks == rows * cluster_size);
+          rss::ClusterPlan plan;
+          REQUIRE(rss::cluster_geometry<float>(config, rows, cols, &plan) == Status::success);
+          CHECK(plan.config == c);
+          CHECK(plan.grid_blocks == rows * cluster_size);
           rss::LaunchList list;
           REQUIRE(op.describe(&list) == Status::success);
           CHECK(list.kernels == 1);
+          CHECK(list.items[0].block == static_cast<unsigned>(threads));
+          CHECK(list.items[0].cluster_size == cluster_size);
+          CHECK(list.items[0].grid == static_cast<unsigned>(rows * cluster_size));
           const bool exact = cols == static_cast<std::int64_t>(threads) * elems * cluster_size;
           CHECK(std::string(list.items[0].kernel) ==
                 (exact ? "cluster_row::exact" : cols % 4 == 0 ? "cluster_row::vectors" : "cluster_row"));

@@ -8,10 +8,11 @@
 #include <set>
 #include <string>
 
-#include "rss/api/launch_info.hpp"
-#include "rss/api/validate.hpp"
-#include "rss/detail/workspace.hpp"
+#include "rss/launch_info.hpp"
+#include "rss/validate.hpp"
+#include "rss/workspace.hpp"
 #include "rss/status.hpp"
+#include "rss/strategy.hpp"
 #include "rss/types.hpp"
 
 using rss::Status;
@@ -117,7 +118,7 @@ TEST_CASE("call validation accepts in place and refuses every other overlap", "[
 }
 
 TEST_CASE("the workspace carver answers the size query and lays out aligned buffers identically", "[api][workspace]") {
-  rss::detail::WorkspaceCarver counter;
+  rss::WorkspaceCarver counter;
   counter.take<float>(10);
   counter.take<double>(3);
   counter.take<char>(1);
@@ -125,7 +126,7 @@ TEST_CASE("the workspace carver answers the size query and lays out aligned buff
   CHECK(counter.bytes() == 3 * rss::workspace_alignment);
 
   alignas(256) static unsigned char base[3 * 256];
-  rss::detail::WorkspaceCarver carver(base);
+  rss::WorkspaceCarver carver(base);
   auto* a = carver.take<float>(10);
   auto* b = carver.take<double>(3);
   auto* c = carver.take<char>(1);
@@ -134,7 +135,7 @@ TEST_CASE("the workspace carver answers the size query and lays out aligned buff
   CHECK(reinterpret_cast<unsigned char*>(c) == base + 512);
   CHECK(carver.bytes() == counter.bytes());
 
-  rss::detail::WorkspaceCarver huge;
+  rss::WorkspaceCarver huge;
   huge.take<double>(std::numeric_limits<std::int64_t>::max());
   CHECK(huge.overflowed());
 }
@@ -170,4 +171,24 @@ TEST_CASE("every status and strategy has a distinct, non-empty name", "[api][sta
   CHECK(names.count("cluster_row") == 1);
   CHECK(names.count("automatic") == 0);  // automatic picks among the concrete strategies: not one of them
   CHECK(std::string(rss::strategy_name(rss::Strategy::automatic)) == "automatic");
+  // Names read back to their strategies (the bench and tools parse them).
+  for (rss::Strategy s : rss::all_strategies) {
+    rss::Strategy back = rss::Strategy::automatic;
+    CHECK(rss::strategy_from_name(rss::strategy_name(s), &back));
+    CHECK(back == s);
+  }
+  rss::Strategy untouched = rss::Strategy::baseline;
+  CHECK_FALSE(rss::strategy_from_name("control_no_retention", &untouched));  // a control, not a strategy
+  CHECK_FALSE(rss::strategy_from_name(nullptr, &untouched));
+  CHECK(untouched == rss::Strategy::baseline);
+  CHECK(std::string(rss::strategy_name(static_cast<rss::Strategy>(99))) == "unknown");
+}
+
+TEST_CASE("every storage type has a name and a size", "[api][dtype]") {
+  CHECK(std::string(rss::dtype_name(rss::DType::fp32)) == "fp32");
+  CHECK(std::string(rss::dtype_name(rss::DType::bf16)) == "bf16");
+  CHECK(std::string(rss::dtype_name(rss::DType::fp16)) == "fp16");
+  CHECK(rss::dtype_bytes(rss::DType::fp32) == 4);
+  CHECK(rss::dtype_bytes(rss::DType::bf16) == 2);
+  CHECK(rss::dtype_bytes(rss::DType::fp16) == 2);
 }

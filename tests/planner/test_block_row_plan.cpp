@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <utility>
 
-#include "rss/planner/device_desc.hpp"
+#include "rss/planner/occupancy_model.hpp"
 #include "rss/planner/megakernel_plan.hpp"
 
 namespace {
 
 rss::MegakernelPlan plan_for(std::int64_t rows, std::int64_t cols, rss::DType dtype = rss::DType::fp32) {
-  const rss::DeviceDesc d = rss::h200_desc();
+  const rss::DeviceInfo d = rss::h200_device_info();
   rss::MegakernelRequest req;
   req.rows = rows;
   req.cols = cols;
@@ -39,7 +39,7 @@ TEST_CASE("block_row plans one launch of one block per row over a persistent gri
     CHECK(l.grid_blocks == std::min<std::int64_t>(rows, p.resident_blocks));
     CHECK(p.tiles_per_row * p.tile_elems >= cols);
     CHECK(p.evicted_tiles == (p.tiles_per_row - 1) * rows);
-    CHECK(p.dynamic_shared_bytes + 512 <= rss::h200_desc().shared_per_block_optin);
+    CHECK(p.dynamic_shared_bytes + 512 <= rss::h200_device_info().shared_per_block_optin);
   }
 }
 
@@ -52,7 +52,7 @@ TEST_CASE("block_row retains whole rows that fit one block and evicts the rest o
 }
 
 TEST_CASE("block_row refuses bad requests and needs no cooperative launch", "[planner][block_row]") {
-  rss::DeviceDesc d = rss::h200_desc();
+  rss::DeviceInfo d = rss::h200_device_info();
   d.cooperative_launch = false;
   rss::MegakernelRequest req;
   req.rows = 8;

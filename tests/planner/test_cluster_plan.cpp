@@ -18,10 +18,19 @@ using rss::Strategy;
 
 namespace {
 
+/// The H200's description with clusters of up to `n` blocks (16: Hopper's non-portable size, which the
+/// planner handles although the library launches at most 8; 0: a device without clusters).
+rss::DeviceInfo clusters_of(int n, int sm_count = 132) {
+  rss::DeviceInfo d = rss::h200_device_info();
+  d.max_cluster_size = n;
+  d.sm_count = sm_count;
+  return d;
+}
+
 ClusterPlan plan_for(std::int64_t rows, std::int64_t cols, DType dtype = DType::fp32,
                      const ClusterConfig* preferred = nullptr) {
   ClusterPlan plan;
-  REQUIRE(rss::plan_cluster_row(rss::hopper_cluster_limits(), rows, cols, dtype, preferred, &plan) == Status::success);
+  REQUIRE(rss::plan_cluster_row(clusters_of(16), rows, cols, dtype, preferred, &plan) == Status::success);
   return plan;
 }
 
@@ -79,23 +88,23 @@ TEST_CASE("cluster_row refuses rows longer than a cluster of 16 holds", "[planne
   ClusterPlan plan;
   plan.grid_blocks = 12345;  // untouched on failure
   for (DType dtype : {DType::fp32, DType::bf16}) {
-    CHECK(rss::plan_cluster_row(rss::hopper_cluster_limits(), 1, 1048576, dtype, nullptr, &plan) == Status::not_admissible);
+    CHECK(rss::plan_cluster_row(clusters_of(16), 1, 1048576, dtype, nullptr, &plan) == Status::not_admissible);
     CHECK(plan.grid_blocks == 12345);
   }
   // The longest row a cluster of 16 holds: 16 blocks x 512 threads x 32 elements.
   const std::int64_t longest = 16 * 512 * 32;
-  CHECK(rss::plan_cluster_row(rss::hopper_cluster_limits(), 1, longest, DType::fp32, nullptr, &plan) == Status::success);
+  CHECK(rss::plan_cluster_row(clusters_of(16), 1, longest, DType::fp32, nullptr, &plan) == Status::success);
   CHECK(plan.config == ClusterConfig{512, 32, 16});
-  CHECK(rss::plan_cluster_row(rss::hopper_cluster_limits(), 1, longest + 1, DType::fp32, nullptr, &plan) ==
+  CHECK(rss::plan_cluster_row(clusters_of(16), 1, longest + 1, DType::fp32, nullptr, &plan) ==
         Status::not_admissible);
   // Portable clusters of 8 hold half as much.
-  CHECK(rss::plan_cluster_row({132, 8}, 1, longest / 2 + 1, DType::fp32, nullptr, &plan) == Status::not_admissible);
-  CHECK(rss::plan_cluster_row({132, 8}, 1, longest / 2, DType::fp32, nullptr, &plan) == Status::success);
+  CHECK(rss::plan_cluster_row(clusters_of(8), 1, longest / 2 + 1, DType::fp32, nullptr, &plan) == Status::not_admissible);
+  CHECK(rss::plan_cluster_row(clusters_of(8), 1, longest / 2, DType::fp32, nullptr, &plan) == Status::success);
   CHECK(plan.config.cluster_size == 8);
 }
 
 TEST_CASE("cluster_row plans empty shapes and refuses bad arguments and devices without clusters", "[planner][cluster_row]") {
-  const rss::ClusterLimits hopper = rss::hopper_cluster_limits();
+  const rss::DeviceInfo hopper = clusters_of(16);
   ClusterPlan plan;
   for (auto shape : {std::pair<std::int64_t, std::int64_t>{0, 4096}, {4096, 0}, {0, 0}}) {
     plan.grid_blocks = 7;
@@ -110,11 +119,11 @@ TEST_CASE("cluster_row plans empty shapes and refuses bad arguments and devices 
   CHECK(rss::plan_cluster_row(hopper, 4096, 4096, DType::fp32, nullptr, nullptr) == Status::null_pointer);
   const std::int64_t max = std::numeric_limits<std::int64_t>::max();
   CHECK(rss::plan_cluster_row(hopper, max / 1024, 1024, DType::fp32, nullptr, &plan) == Status::size_overflow);
-  CHECK(rss::plan_cluster_row({132, 0}, 4096, 4096, DType::fp32, nullptr, &plan) == Status::unsupported_device);
-  CHECK(rss::plan_cluster_row({0, 16}, 4096, 4096, DType::fp32, nullptr, &plan) == Status::unsupported_device);
+  CHECK(rss::plan_cluster_row(clusters_of(0), 4096, 4096, DType::fp32, nullptr, &plan) == Status::unsupported_device);
+  CHECK(rss::plan_cluster_row(clusters_of(16, 0), 4096, 4096, DType::fp32, nullptr, &plan) == Status::unsupported_device);
   CHECK(plan.grid_blocks == 7);  // untouched by every refusal
   // An empty problem needs nothing from the device.
-  CHECK(rss::plan_cluster_row({132, 0}, 0, 4096, DType::fp32, nullptr, &plan) == Status::success);
+  CHECK(rss::plan_cluster_row(clusters_of(0), 0, 4096, DType::fp32, nullptr, &plan) == Status::success);
   // The grid is capped at 2^31 - 1 blocks: later rows are looped over by the same clusters.
   REQUIRE(rss::plan_cluster_row(hopper, std::int64_t{1} << 33, 8, DType::fp32, nullptr, &plan) == Status::success);
   CHECK(plan.grid_blocks <= std::numeric_limits<std::int32_t>::max());
@@ -157,7 +166,7 @@ TEST_CASE("cluster_row never gives 2-byte types 4 elements per thread", "[planne
       CHECK(c.elems_per_thread != 4);
       CHECK(c.elems_per_thread % 8 == 0);
       ClusterPlan p;
-      REQUIRE(rss::plan_cluster_row(rss::hopper_cluster_limits(), 3, cols, dtype, nullptr, &p) == Status::success);
+      REQUIRE(rss::plan_cluster_row(clusters_of(16), 3, cols, dtype, nullptr, &p) == Status::success);
       check_contract(p, 3, cols, dtype);
     }
   }
@@ -167,123 +176,139 @@ TEST_CASE("cluster_row never gives 2-byte types 4 elements per thread", "[planne
 // automatic
 
 namespace {
-constexpr rss::AutoDevice hopper_like{132, 16, true, nullptr, 228 * 1024};  // H100 / H200
+/// A device like the H100 / H200 as the heuristic sees it, with clusters of up to `clusters`, cooperative
+/// launch or not, and `shared_per_sm` bytes of shared memory per SM.
+rss::DeviceInfo device_like(int clusters = 16, bool cooperative = true, std::size_t shared_per_sm = 228 * 1024) {
+  rss::DeviceInfo d = clusters_of(clusters);
+  d.cooperative_launch = cooperative;
+  d.shared_per_sm = shared_per_sm;
+  return d;
+}
+const rss::DeviceInfo hopper_like = device_like();
 }
 
 TEST_CASE("the automatic heuristic keeps rows in clusters and sends long rows to the megakernels", "[tuning][automatic]") {
-  CHECK(rss::auto_select(hopper_like, 4096, 4096, DType::fp32).strategy == Strategy::cluster_row);
-  CHECK(rss::auto_select(hopper_like, 1, 1048576, DType::fp32).strategy == Strategy::megakernel_grid);
-  CHECK(rss::auto_select(hopper_like, 1, 16777216, DType::fp32).strategy == Strategy::megakernel_row);
+  CHECK(rss::auto_select(hopper_like, nullptr, 4096, 4096, DType::fp32).config.strategy == Strategy::cluster_row);
+  CHECK(rss::auto_select(hopper_like, nullptr, 1, 1048576, DType::fp32).config.strategy == Strategy::megakernel_grid);
+  CHECK(rss::auto_select(hopper_like, nullptr, 1, 16777216, DType::fp32).config.strategy == Strategy::megakernel_row);
   // Where megakernel_row takes over follows the device's shared memory, not a constant.
-  CHECK(rss::auto_select(hopper_like, 1, 4194304, DType::fp32).strategy == Strategy::megakernel_grid);
-  const rss::AutoDevice small_shared{132, 16, true, nullptr, 48 * 1024};
-  CHECK(rss::auto_select(small_shared, 1, 4194304, DType::fp32).strategy == Strategy::megakernel_row);
-  const rss::AutoChoice c = rss::auto_select(hopper_like, 4096, 4096, DType::bf16);
-  CHECK(c.strategy == Strategy::cluster_row);
+  CHECK(rss::auto_select(hopper_like, nullptr, 1, 4194304, DType::fp32).config.strategy == Strategy::megakernel_grid);
+  const rss::DeviceInfo small_shared = device_like(16, true, 48 * 1024);
+  CHECK(rss::auto_select(small_shared, nullptr, 1, 4194304, DType::fp32).config.strategy == Strategy::megakernel_row);
+  const rss::AutoChoice c = rss::auto_select(hopper_like, nullptr, 4096, 4096, DType::bf16);
+  CHECK(c.config.strategy == Strategy::cluster_row);
   CHECK_FALSE(c.from_table);
-  CHECK(c.cluster.cluster_size == 0);  // the planner's default
+  CHECK(c.config.cluster.cluster_size == 0);  // the planner's default
   // Even one row that a cluster holds stays in a cluster (it beat megakernel_grid on the H200).
-  CHECK(rss::auto_select(hopper_like, 1, 131072, DType::fp32).strategy == Strategy::cluster_row);
-  CHECK(rss::auto_select(hopper_like, 64, 131072, DType::fp32).strategy == Strategy::cluster_row);
+  CHECK(rss::auto_select(hopper_like, nullptr, 1, 131072, DType::fp32).config.strategy == Strategy::cluster_row);
+  CHECK(rss::auto_select(hopper_like, nullptr, 64, 131072, DType::fp32).config.strategy == Strategy::cluster_row);
   // The heuristic and auto_select agree when there is no table.
-  CHECK(rss::heuristic_choice(hopper_like, 4096, 4096, DType::fp32).strategy == Strategy::cluster_row);
+  CHECK(rss::heuristic_choice(hopper_like, 4096, 4096, DType::fp32).config.strategy == Strategy::cluster_row);
 }
 
 TEST_CASE("the automatic heuristic only picks what the device can launch", "[tuning][automatic]") {
-  const rss::AutoDevice no_clusters{132, 0, true, nullptr};
-  const Strategy s = rss::auto_select(no_clusters, 4096, 4096, DType::fp32).strategy;
+  const rss::DeviceInfo no_clusters = device_like(0, true);
+  const Strategy s = rss::auto_select(no_clusters, nullptr, 4096, 4096, DType::fp32).config.strategy;
   CHECK(s != Strategy::cluster_row);
   CHECK(s != Strategy::automatic);
-  const rss::AutoDevice no_cooperative{132, 16, false, nullptr};
-  CHECK(rss::auto_select(no_cooperative, 1, 131072, DType::fp32).strategy == Strategy::cluster_row);
-  const Strategy long_row = rss::auto_select(no_cooperative, 1, 16777216, DType::fp32).strategy;
+  const rss::DeviceInfo no_cooperative = device_like(16, false);
+  CHECK(rss::auto_select(no_cooperative, nullptr, 1, 131072, DType::fp32).config.strategy == Strategy::cluster_row);
+  const Strategy long_row = rss::auto_select(no_cooperative, nullptr, 1, 16777216, DType::fp32).config.strategy;
   CHECK(long_row != Strategy::megakernel_grid);
   CHECK(long_row != Strategy::megakernel_row);
   CHECK(long_row != Strategy::cluster_row);
-  const rss::AutoDevice nothing{132, 0, false, nullptr};
-  CHECK(rss::auto_select(nothing, 4096, 4096, DType::fp32).strategy == rss::fallback_strategy);
-  CHECK(rss::auto_select(nothing, 1, 16777216, DType::fp32).strategy == rss::fallback_strategy);
+  const rss::DeviceInfo nothing = device_like(0, false);
+  CHECK(rss::auto_select(nothing, nullptr, 4096, 4096, DType::fp32).config.strategy == rss::fallback_strategy);
+  CHECK(rss::auto_select(nothing, nullptr, 1, 16777216, DType::fp32).config.strategy == rss::fallback_strategy);
 }
 
 TEST_CASE("a tuning table entry wins over the heuristic for its dtype and ranges only", "[tuning][automatic]") {
   const rss::TuningEntry entries[] = {
-      {DType::bf16, 1, 10000, 1, 10000, Strategy::baseline, {}},              // another dtype
-      {DType::fp32, 1, 100, 100000, 200000, Strategy::cluster_row, {512, 16, 16}},
-      {DType::fp32, 1000, 8192, 1000, 8192, Strategy::block_row, {}},
-      {DType::fp32, 1, 100, 100000, 200000, Strategy::megakernel_row, {}},  // behind the cluster entry
+      {DType::bf16, 1, 10000, 1, 10000, {Strategy::baseline, {}}},              // another dtype
+      {DType::fp32, 1, 100, 100000, 200000, {Strategy::cluster_row, {512, 16, 16}}},
+      {DType::fp32, 1000, 8192, 1000, 8192, {Strategy::block_row, {}}},
+      {DType::fp32, 1, 100, 100000, 200000, {Strategy::megakernel_row, {}}},  // behind the cluster entry
   };
-  const rss::TuningTable table{"Test GPU", entries, static_cast<int>(sizeof(entries) / sizeof(entries[0]))};
-  rss::AutoDevice d = hopper_like;
-  d.table = &table;
+  const rss::TuningTable table{"Test GPU", 90, 132, 0, ~std::size_t{0}, entries,
+                               static_cast<int>(sizeof(entries) / sizeof(entries[0]))};
+  const rss::TuningTable* table_ptr = &table;
+  rss::DeviceInfo d = hopper_like;
 
-  const rss::AutoChoice t = rss::auto_select(d, 4096, 4096, DType::fp32);
-  CHECK(t.strategy == Strategy::block_row);  // the heuristic says cluster_row
+  const rss::AutoChoice t = rss::auto_select(d, table_ptr, 4096, 4096, DType::fp32);
+  CHECK(t.config.strategy == Strategy::block_row);  // the heuristic says cluster_row
   CHECK(t.from_table);
 
-  const rss::AutoChoice c = rss::auto_select(d, 1, 131072, DType::fp32);
-  CHECK(c.strategy == Strategy::cluster_row);  // the heuristic says megakernel_grid
-  CHECK(c.cluster == ClusterConfig{512, 16, 16});
+  const rss::AutoChoice c = rss::auto_select(d, table_ptr, 1, 131072, DType::fp32);
+  CHECK(c.config.strategy == Strategy::cluster_row);  // the heuristic says megakernel_grid
+  CHECK(c.config.cluster == ClusterConfig{512, 16, 16});
   CHECK(c.from_table);
 
   // The bf16 entry covers 4096 x 4096 but is ignored for fp32, and the fp32 entries for bf16.
-  const rss::AutoChoice b = rss::auto_select(d, 4096, 4096, DType::bf16);
-  CHECK(b.strategy == Strategy::baseline);
+  const rss::AutoChoice b = rss::auto_select(d, table_ptr, 4096, 4096, DType::bf16);
+  CHECK(b.config.strategy == Strategy::baseline);
   CHECK(b.from_table);
-  const rss::AutoChoice h = rss::auto_select(d, 1, 131072, DType::bf16);
+  const rss::AutoChoice h = rss::auto_select(d, table_ptr, 1, 131072, DType::bf16);
   CHECK_FALSE(h.from_table);
-  CHECK(h.strategy == rss::heuristic_choice(d, 1, 131072, DType::bf16).strategy);
+  CHECK(h.config.strategy == rss::heuristic_choice(d, 1, 131072, DType::bf16).config.strategy);
   // Outside every range: the heuristic.
-  const rss::AutoChoice outside = rss::auto_select(d, 1, 16777216, DType::fp32);
+  const rss::AutoChoice outside = rss::auto_select(d, table_ptr, 1, 16777216, DType::fp32);
   CHECK_FALSE(outside.from_table);
-  CHECK(outside.strategy == Strategy::megakernel_row);
-  CHECK_FALSE(rss::auto_select(d, 999, 4096, DType::fp32).from_table);
-  CHECK(rss::auto_select(d, 1000, 1000, DType::fp32).from_table);  // ranges are inclusive
-  CHECK(rss::auto_select(d, 8192, 8192, DType::fp32).from_table);
-  CHECK_FALSE(rss::auto_select(d, 8193, 8192, DType::fp32).from_table);
+  CHECK(outside.config.strategy == Strategy::megakernel_row);
+  CHECK_FALSE(rss::auto_select(d, table_ptr, 999, 4096, DType::fp32).from_table);
+  CHECK(rss::auto_select(d, table_ptr, 1000, 1000, DType::fp32).from_table);  // ranges are inclusive
+  CHECK(rss::auto_select(d, table_ptr, 8192, 8192, DType::fp32).from_table);
+  CHECK_FALSE(rss::auto_select(d, table_ptr, 8193, 8192, DType::fp32).from_table);
 
   // Without clusters the cluster_row entry is skipped: the next entry that covers the shape answers.
   d.max_cluster_size = 0;
-  const rss::AutoChoice skipped = rss::auto_select(d, 1, 131072, DType::fp32);
-  CHECK(skipped.strategy == Strategy::megakernel_row);
+  const rss::AutoChoice skipped = rss::auto_select(d, table_ptr, 1, 131072, DType::fp32);
+  CHECK(skipped.config.strategy == Strategy::megakernel_row);
   CHECK(skipped.from_table);
-  CHECK(rss::auto_select(d, 4096, 4096, DType::fp32).strategy == Strategy::block_row);
+  CHECK(rss::auto_select(d, table_ptr, 4096, 4096, DType::fp32).config.strategy == Strategy::block_row);
 }
 
 TEST_CASE("a cluster_row table entry without a later match falls to the heuristic on a device without clusters",
           "[tuning][automatic]") {
-  const rss::TuningEntry entries[] = {{DType::fp32, 1, 100000, 1, 100000, Strategy::cluster_row, {}}};
-  const rss::TuningTable table{"Test GPU", entries, 1};
-  const rss::AutoDevice d{132, 0, true, &table};
-  const rss::AutoChoice c = rss::auto_select(d, 4096, 4096, DType::fp32);
+  const rss::TuningEntry entries[] = {{DType::fp32, 1, 100000, 1, 100000, {Strategy::cluster_row, {}}}};
+  const rss::TuningTable table{"Test GPU", 90, 132, 0, ~std::size_t{0}, entries, 1};
+  const rss::TuningTable* table_ptr = &table;
+  const rss::DeviceInfo d = device_like(0, true);
+  const rss::AutoChoice c = rss::auto_select(d, table_ptr, 4096, 4096, DType::fp32);
   CHECK_FALSE(c.from_table);
-  CHECK(c.strategy != Strategy::cluster_row);
-  CHECK(c.strategy == rss::heuristic_choice(d, 4096, 4096, DType::fp32).strategy);
+  CHECK(c.config.strategy != Strategy::cluster_row);
+  CHECK(c.config.strategy == rss::heuristic_choice(d, 4096, 4096, DType::fp32).config.strategy);
 }
 
-TEST_CASE("shipped tuning tables are found by device name and never pick automatic", "[tuning][automatic]") {
-  CHECK(rss::tuning_table_for("NVIDIA H200") != nullptr);
-  CHECK(rss::tuning_table_for("NVIDIA H100 80GB HBM3") != nullptr);
-  CHECK(rss::tuning_table_for("NVIDIA A100-SXM4-80GB") == nullptr);
-  CHECK(rss::tuning_table_for(nullptr) == nullptr);
+TEST_CASE("shipped tuning tables are found by compute capability, SM count and memory, and never pick automatic",
+          "[tuning][automatic]") {
+  CHECK(rss::tuning_table_for(rss::h200_device_info()) != nullptr);
+  // The H100 SXM has the H200's SMs but not its memory: the H200's measurements do not apply to it.
+  CHECK(rss::tuning_table_for(rss::h100_sxm_device_info()) == nullptr);
+  rss::DeviceInfo pcie = rss::h200_device_info();
+  pcie.sm_count = 114;  // the H100 PCIe's SM count
+  CHECK(rss::tuning_table_for(pcie) == nullptr);
+  rss::DeviceInfo ampere = rss::h200_device_info();
+  ampere.cc_major = 8;
+  CHECK(rss::tuning_table_for(ampere) == nullptr);
   for (const rss::TuningTable& t : rss::shipped_tables) {
-    CAPTURE(t.device_name_prefix);
+    CAPTURE(t.measured_on);
     for (int i = 0; i < t.count; ++i) {
-      CHECK(t.entries[i].strategy != Strategy::automatic);
-      if (t.entries[i].cluster.cluster_size > 0) CHECK(t.entries[i].strategy == Strategy::cluster_row);
+      const rss::Config& c = t.entries[i].config;
+      CHECK(c.strategy != Strategy::automatic);
+      if (c.cluster.cluster_size > 0) CHECK(c.strategy == Strategy::cluster_row);
       // A tuned cluster configuration must fit its whole range, within the clusters the library launches.
-      if (t.entries[i].strategy == Strategy::cluster_row && t.entries[i].cluster.cluster_size > 0) {
-        CHECK(rss::cluster_config_fits(t.entries[i].cluster, t.entries[i].max_cols, t.entries[i].dtype, 8));
+      if (c.strategy == Strategy::cluster_row && c.cluster.cluster_size > 0) {
+        CHECK(rss::cluster_config_fits(c.cluster, t.entries[i].max_cols, t.entries[i].dtype, rss::portable_cluster_size));
       }
     }
   }
-  rss::AutoDevice d = hopper_like;
-  d.table = rss::tuning_table_for("NVIDIA H200");
+  const rss::DeviceInfo d = rss::h200_device_info();
   for (auto shape : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {1, 1048576}, {1, 16777216}, {32, 128256}}) {
-    const rss::AutoChoice c = rss::auto_select(d, shape.first, shape.second, DType::fp32);
-    CHECK(c.strategy != Strategy::automatic);
+    const rss::AutoChoice c = rss::automatic_choice(d, shape.first, shape.second, DType::fp32);
+    CHECK(c.config.strategy != Strategy::automatic);
   }
   // The H200 pilot's entries (bench/results/pilot/h200_pilot.json) answer for their shapes.
-  const rss::AutoChoice tuned = rss::auto_select(d, 16384, 8192, DType::fp32);
+  const rss::AutoChoice tuned = rss::automatic_choice(d, 16384, 8192, DType::fp32);
   CHECK(tuned.from_table);
-  CHECK(tuned.cluster == rss::ClusterConfig{256, 32, 1});
+  CHECK(tuned.config.cluster == rss::ClusterConfig{256, 32, 1});
 }

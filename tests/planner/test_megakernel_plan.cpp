@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include <rss/planner/device_desc.hpp>
+#include <rss/planner/occupancy_model.hpp>
 #include <rss/planner/megakernel_plan.hpp>
 
 namespace {
@@ -15,7 +15,7 @@ constexpr std::size_t kStaticShared = 512;
 
 /// The modeled occupancy of the megakernel (512 threads, 64 registers, 512 B static shared memory).
 struct ModeledOccupancy {
-  rss::DeviceDesc device;
+  rss::DeviceInfo device;
   int operator()(std::size_t dynamic_bytes) const {
     return rss::modeled_blocks_per_sm(device, kThreads, kRegsPerThread, dynamic_bytes + kStaticShared);
   }
@@ -31,7 +31,7 @@ rss::MegakernelRequest request(std::int64_t rows, std::int64_t cols, rss::DType 
   return r;
 }
 
-rss::MegakernelPlan plan_or_fail(const rss::DeviceDesc& d, const rss::MegakernelRequest& r) {
+rss::MegakernelPlan plan_or_fail(const rss::DeviceInfo& d, const rss::MegakernelRequest& r) {
   rss::MegakernelPlan p;
   const rss::Status s = rss::plan_megakernel(d, r, ModeledOccupancy{d}, &p);
   REQUIRE(s == rss::Status::success);
@@ -43,7 +43,7 @@ std::string shape_name(const rss::MegakernelRequest& r) {
 }
 
 /// Every fact a plan must satisfy; "" when it does, otherwise what is wrong (names the shape).
-std::string plan_violation(const rss::DeviceDesc& d, const rss::MegakernelRequest& r,
+std::string plan_violation(const rss::DeviceInfo& d, const rss::MegakernelRequest& r,
                            const rss::MegakernelPlan& p) {
   const std::string at = shape_name(r);
   if (p.rows != r.rows || p.cols != r.cols || p.threads != r.threads) return at + "request not echoed";
@@ -96,14 +96,14 @@ bool is_sentinel(const rss::MegakernelPlan& p) {
 }
 
 template <class Occupancy>
-rss::Status refusal(const rss::DeviceDesc& d, const rss::MegakernelRequest& r, Occupancy occ, bool* untouched) {
+rss::Status refusal(const rss::DeviceInfo& d, const rss::MegakernelRequest& r, Occupancy occ, bool* untouched) {
   rss::MegakernelPlan p = sentinel_plan();
   const rss::Status s = rss::plan_megakernel(d, r, occ, &p);
   *untouched = is_sentinel(p);
   return s;
 }
 
-void check_article_shapes(const rss::DeviceDesc& d) {
+void check_article_shapes(const rss::DeviceInfo& d) {
   // 64 rows of 512 KiB = 32 MiB of fp32 tiles against ~29 MiB of shared memory: two launches, no eviction.
   const rss::MegakernelPlan p64 = plan_or_fail(d, request(64, 131072));
   CHECK(p64.launch_count == 2);
@@ -129,7 +129,7 @@ void check_article_shapes(const rss::DeviceDesc& d) {
   CHECK(plan_violation(d, request(8, 131072), p8) == "");
 }
 
-void check_eviction(const rss::DeviceDesc& d) {
+void check_eviction(const rss::DeviceInfo& d) {
   // 64 MiB of fp32 in one row: more than the whole chip's shared memory.
   const rss::MegakernelPlan p = plan_or_fail(d, request(1, 16777216));
   CHECK(p.launch_count == 1);
@@ -154,7 +154,7 @@ void check_eviction(const rss::DeviceDesc& d) {
   CHECK(plan_violation(d, request(3, 16777216), p3) == "");
 }
 
-void check_sweep(const rss::DeviceDesc& d) {
+void check_sweep(const rss::DeviceInfo& d) {
   const std::int64_t shapes[][2] = {
       {1, 131072},  {8, 131072},   {64, 131072},  {32, 128256},  {4096, 4096},  {16384, 8192},
       {4096, 32768}, {1, 1048576}, {1, 4194304},  {1, 16777216}, {1, 1},        {3, 1000003},
@@ -173,10 +173,10 @@ void check_sweep(const rss::DeviceDesc& d) {
   }
 }
 
-void check_refusals(const rss::DeviceDesc& d) {
+void check_refusals(const rss::DeviceInfo& d) {
   bool untouched = false;
 
-  rss::DeviceDesc no_coop = d;
+  rss::DeviceInfo no_coop = d;
   no_coop.cooperative_launch = false;
   CHECK(refusal(no_coop, request(8, 131072), ModeledOccupancy{no_coop}, &untouched) ==
         rss::Status::cooperative_unsupported);
@@ -228,7 +228,7 @@ void check_refusals(const rss::DeviceDesc& d) {
 }  // namespace
 
 TEST_CASE("modeled_blocks_per_sm matches hand-computed Hopper occupancy", "[planner]") {
-  const rss::DeviceDesc d = rss::h100_sxm_desc();
+  const rss::DeviceInfo d = rss::h100_sxm_device_info();
   // 512 threads x 64 regs = 32768 registers per block: registers allow 2 of 65536.
   CHECK(rss::modeled_blocks_per_sm(d, 512, 64, 0) == 2);
   // 256 threads x 32 regs = 8192 per block: registers and threads both allow 8.
@@ -258,8 +258,8 @@ TEST_CASE("modeled_blocks_per_sm matches hand-computed Hopper occupancy", "[plan
 }
 
 TEST_CASE("H100 SXM and H200 descriptions carry the Hopper limits", "[planner]") {
-  const rss::DeviceDesc descs[] = {rss::h100_sxm_desc(), rss::h200_desc()};
-  for (const rss::DeviceDesc& d : descs) {
+  const rss::DeviceInfo descs[] = {rss::h100_sxm_device_info(), rss::h200_device_info()};
+  for (const rss::DeviceInfo& d : descs) {
     CHECK(d.sm_count == 132);
     CHECK(d.shared_per_block_optin == 232448);
     CHECK(d.shared_per_sm == 233472);
@@ -272,28 +272,28 @@ TEST_CASE("H100 SXM and H200 descriptions carry the Hopper limits", "[planner]")
 }
 
 TEST_CASE("article shapes: 64 rows need two launches, 1 and 8 rows one, spread over the chip", "[planner]") {
-  SECTION("H100 SXM") { check_article_shapes(rss::h100_sxm_desc()); }
-  SECTION("H200") { check_article_shapes(rss::h200_desc()); }
+  SECTION("H100 SXM") { check_article_shapes(rss::h100_sxm_device_info()); }
+  SECTION("H200") { check_article_shapes(rss::h200_device_info()); }
 }
 
 TEST_CASE("a row larger than the chip's shared memory is evicted and the eviction counted", "[planner]") {
-  SECTION("H100 SXM") { check_eviction(rss::h100_sxm_desc()); }
-  SECTION("H200") { check_eviction(rss::h200_desc()); }
+  SECTION("H100 SXM") { check_eviction(rss::h100_sxm_device_info()); }
+  SECTION("H200") { check_eviction(rss::h200_device_info()); }
 }
 
 TEST_CASE("every plan is co-resident, covers every row once and every column, and fits shared memory",
           "[planner]") {
-  SECTION("H100 SXM") { check_sweep(rss::h100_sxm_desc()); }
-  SECTION("H200") { check_sweep(rss::h200_desc()); }
+  SECTION("H100 SXM") { check_sweep(rss::h100_sxm_device_info()); }
+  SECTION("H200") { check_sweep(rss::h200_device_info()); }
 }
 
 TEST_CASE("refusals return their status and leave the plan untouched", "[planner]") {
-  SECTION("H100 SXM") { check_refusals(rss::h100_sxm_desc()); }
-  SECTION("H200") { check_refusals(rss::h200_desc()); }
+  SECTION("H100 SXM") { check_refusals(rss::h100_sxm_device_info()); }
+  SECTION("H200") { check_refusals(rss::h200_device_info()); }
 }
 
 TEST_CASE("an empty problem is success with no launch, even without cooperative launch", "[planner]") {
-  rss::DeviceDesc d = rss::h200_desc();
+  rss::DeviceInfo d = rss::h200_device_info();
   d.cooperative_launch = false;
   rss::MegakernelPlan p = sentinel_plan();
   CHECK(rss::plan_megakernel(d, request(0, 131072), ModeledOccupancy{d}, &p) == rss::Status::success);
@@ -309,7 +309,7 @@ TEST_CASE("an empty problem is success with no launch, even without cooperative 
 TEST_CASE("the planner never trusts a larger tile's occupancy for a smaller one", "[planner]") {
   // An occupancy that (unlike the driver's) drops for small tiles: the planner must fall back to the
   // tile size it was admitted with rather than launch more blocks than fit.
-  const rss::DeviceDesc d = rss::h200_desc();
+  const rss::DeviceInfo d = rss::h200_device_info();
   const auto odd = [](std::size_t bytes) { return bytes >= 100000 ? 2 : 1; };
   rss::MegakernelPlan p;
   REQUIRE(rss::plan_megakernel(d, request(8, 131072), odd, &p) == rss::Status::success);
@@ -320,7 +320,7 @@ TEST_CASE("the planner never trusts a larger tile's occupancy for a smaller one"
 
 TEST_CASE("only tiles that fit shared memory are planned: a small-shared-memory device", "[planner]") {
   // 48 KiB per block and per SM, 16 SMs: 64 rows of 131072 need many launches, never an oversized tile.
-  rss::DeviceDesc d = rss::h200_desc();
+  rss::DeviceInfo d = rss::h200_device_info();
   d.sm_count = 16;
   d.shared_per_block_optin = 49152;
   d.shared_per_sm = 50176;

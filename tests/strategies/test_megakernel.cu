@@ -34,6 +34,27 @@ namespace {
 using rss::Status;
 using rss::Strategy;
 
+namespace {
+/// The megakernel's strategies and its controls, as the configurations a caller passes.
+struct Variant {
+  const char* name;
+  rss::Config config;
+};
+const Variant kGrid{"megakernel_grid", Strategy::megakernel_grid};
+const Variant kRow{"megakernel_row", Strategy::megakernel_row};
+const Variant kNoRetention{"control_no_retention",
+                           {Strategy::megakernel_grid, {}, rss::MegakernelControl::no_retention}};
+const Variant kOrdinaryLaunch{"control_ordinary_launch",
+                              {Strategy::megakernel_grid, {}, rss::MegakernelControl::ordinary_launch}};
+
+/// The plan an operator of this config and shape runs (the same planner, the same device).
+rss::MegakernelPlan geometry(const Variant& v, std::int64_t rows, std::int64_t cols) {
+  rss::MegakernelPlan plan;
+  REQUIRE(rss::megakernel_geometry<float>(v.config, rows, cols, &plan) == Status::success);
+  return plan;
+}
+}  // namespace
+
 constexpr auto kHangDeadline = std::chrono::seconds(20);
 constexpr std::int64_t kCanary = 64;  // elements past the end of y that must stay poisoned
 
@@ -123,17 +144,17 @@ std::string plan_text(const rss::MegakernelPlan& p) {
   return s.str();
 }
 
-std::string describe_call(Strategy strategy, std::int64_t rows, std::int64_t cols) {
+std::string describe_call(const Variant& v, std::int64_t rows, std::int64_t cols) {
   rss::LaunchList list;
-  const Status s = rss::describe_launches<float>(strategy, rows, cols, &list);
-  std::string text = std::string(rss::strategy_name(strategy)) + " " + shape_text(rows, cols) + ": ";
+  const Status s = rss::describe_launches<float>(v.config, rows, cols, &list);
+  std::string text = std::string(v.name) + " " + shape_text(rows, cols) + ": ";
   return text + (rss::ok(s) ? launches_text(list) : std::string("describe_launches: ") + rss::status_message(s));
 }
 
 /// The workspace every megakernel strategy needs on this device (independent of the shape).
 std::size_t megakernel_workspace() {
   std::size_t bytes = 0;
-  REQUIRE(rss::megakernel_workspace_bytes<float>(1, 1, &bytes) == Status::success);
+  REQUIRE(rss::workspace_bytes<float>(Strategy::megakernel_grid, 1, 1, &bytes) == Status::success);
   return bytes;
 }
 
@@ -190,9 +211,7 @@ struct BarrierStates {
   std::int64_t count = 0;
 
   explicit BarrierStates(void* workspace) {
-    REQUIRE(rss::detail::megakernel::max_blocks_per_launch(&count) == Status::success);
-    rss::detail::WorkspaceCarver carver(workspace);
-    device = rss::detail::megakernel::Workspace::carve(carver, count).barriers;
+    REQUIRE(rss::megakernel_barrier_states(workspace, &device, &count) == Status::success);
   }
   std::vector<rss::RowBarrierState> read() const {
     std::vector<rss::RowBarrierState> states(static_cast<std::size_t>(count));
@@ -316,7 +335,7 @@ TEST_CASE("megakernel_row and megakernel_grid match the reference on thousands o
   rss_test::DeviceBuffer workspace(workspace_bytes);
   const Stream stream;
 
-  const Strategy controls[] = {Strategy::control_no_retention, Strategy::control_ordinary_launch};
+  const Variant* controls[] = {&kNoRetention, &kOrdinaryLaunch};
   std::int64_t calls[4] = {}, kinds[4] = {}, failures = 0;
   double worst = 0.0;
   const double tolerance = rss::reference::fp32_tolerance;
@@ -338,14 +357,15 @@ TEST_CASE("megakernel_row and megakernel_grid match the reference on thousands o
     ++kinds[static_cast<int>(shape.kind)];
 
     // Both retained megakernels on every shape, in a random order; a control on about one shape in four.
-    std::vector<Strategy> order{Strategy::megakernel_row, Strategy::megakernel_grid};
+    std::vector<const Variant*> order{&kRow, &kGrid};
     if (gen() % 2 == 0) std::swap(order[0], order[1]);
     if (gen() % 4 == 0) order.push_back(controls[gen() % 2]);
 
-    for (const Strategy strategy : order) {
+    for (const Variant* variant : order) {
+      const rss::Config& strategy = variant->config;
       const std::string what = "seed " + std::to_string(seed) + ", case " + std::to_string(c) + ", " +
                                kind_name(shape.kind) + ", x offset " + std::to_string(offset) + ", " +
-                               describe_call(strategy, shape.rows, shape.cols);
+                               describe_call(*variant, shape.rows, shape.cols);
       INFO(what);
       std::size_t needed = 0;
       REQUIRE(rss::workspace_bytes<float>(strategy, shape.rows, shape.cols, &needed) == Status::success);
@@ -357,7 +377,7 @@ TEST_CASE("megakernel_row and megakernel_grid match the reference on thousands o
       REQUIRE(s == Status::success);
       wait_or_fail(stream.get(), what);
       fetch(y.get<const float>(), n, out, stream.get());
-      ++calls[static_cast<int>(strategy) - static_cast<int>(Strategy::megakernel_grid)];
+      ++calls[variant == &kGrid ? 0 : variant == &kRow ? 1 : variant == &kNoRetention ? 2 : 3];
 
       const double error = rss::reference::max_row_relative_error(out.get(), reference.data(), shape.rows, shape.cols);
       const bool y_written_only_in_bounds = still_poisoned(out.get() + n, kCanary);
@@ -385,22 +405,23 @@ TEST_CASE("megakernel_row and megakernel_grid match the reference on thousands o
 namespace {
 
 /// Runs `op` (already initialized on `p`) with a poisoned y and a deadline; returns the worst row error.
-double run_checked(const rss::Megakernel<float>& op, Strategy strategy, const FixedProblem& p,
+double run_checked(const rss::Operator<float>& op, const Variant& variant, const FixedProblem& p,
                    const PinnedBuffer<float>& out, cudaStream_t stream, const std::string& what) {
   poison_async(p.yd(), p.n, stream);
   const Status s = op.run(stream);
   INFO(what << ": " << rss::status_message(s));
   REQUIRE(s == Status::success);
-  wait_or_fail(stream, std::string(rss::strategy_name(strategy)) + " " + what);
+  wait_or_fail(stream, std::string(variant.name) + " " + what);
   fetch(p.yd(), p.n, out, stream);
   CHECK(still_poisoned(out.get() + p.n, kCanary));
   return rss::reference::max_row_relative_error(out.get(), p.reference.data(), p.rows, p.cols);
 }
 
 /// Runs one call through the public one-call API with a poisoned y and a deadline; y's bytes come back in `out`.
-double call_checked(Strategy strategy, const FixedProblem& p, void* workspace, std::size_t workspace_bytes,
+double call_checked(const Variant& variant, const FixedProblem& p, void* workspace, std::size_t workspace_bytes,
                     const PinnedBuffer<float>& out, cudaStream_t stream) {
-  const std::string what = describe_call(strategy, p.rows, p.cols) + ", seed " + std::to_string(p.seed);
+  const rss::Config& strategy = variant.config;
+  const std::string what = describe_call(variant, p.rows, p.cols) + ", seed " + std::to_string(p.seed);
   INFO(what);
   poison_async(p.yd(), p.n, stream);
   const Status s =
@@ -430,21 +451,22 @@ void check_reuse(std::int64_t rows, std::int64_t cols, int repeats, bool require
   PinnedBuffer<float> out(p.n + kCanary);
   std::vector<float> first_row(static_cast<std::size_t>(p.n)), first_grid(static_cast<std::size_t>(p.n));
 
-  rss::Megakernel<float> row, grid;
+  rss::Operator<float> row, grid;
   REQUIRE(row.initialize(Strategy::megakernel_row, p.xd(), p.yd(), rss::Layout::contiguous(rows, cols), workspace.get(), workspace_bytes,
                          stream.get()) == Status::success);
   REQUIRE(grid.initialize(Strategy::megakernel_grid, p.xd(), p.yd(), rss::Layout::contiguous(rows, cols), workspace.get(), workspace_bytes,
                           stream.get()) == Status::success);
   RSS_TEST_CUDA(cudaStreamSynchronize(stream.get()));
   const std::string where = shape_text(rows, cols) + ", seed " + std::to_string(p.seed);
-  INFO(where << "; megakernel_row plan: " << plan_text(row.plan()) << "; megakernel_grid plan: "
-             << plan_text(grid.plan()));
-  if (require_several_launches) REQUIRE(row.plan().launch_count >= 2);
+  const rss::MegakernelPlan row_plan = geometry(kRow, rows, cols);
+  INFO(where << "; megakernel_row plan: " << plan_text(row_plan) << "; megakernel_grid plan: "
+             << plan_text(geometry(kGrid, rows, cols)));
+  if (require_several_launches) REQUIRE(row_plan.launch_count >= 2);
 
   // The row kernel uses barrier slots [0, rows_per_launch): every launch of the call reuses them.
   const BarrierStates barriers(workspace.get());
-  REQUIRE(row.plan().rows_per_launch <= barriers.count);
-  const auto used = static_cast<std::size_t>(row.plan().rows_per_launch);
+  REQUIRE(row_plan.rows_per_launch <= barriers.count);
+  const auto used = static_cast<std::size_t>(row_plan.rows_per_launch);
   std::vector<rss::RowBarrierState> before = barriers.read();
   const bool prepared_to_zero = std::all_of(before.begin(), before.end(), [](const rss::RowBarrierState& b) {
     return b.count == 0 && b.generation == 0;
@@ -453,12 +475,12 @@ void check_reuse(std::int64_t rows, std::int64_t cols, int repeats, bool require
 
   for (int i = 0; i < repeats; ++i) {
     const bool use_row = i % 2 == 0;
-    const Strategy strategy = use_row ? Strategy::megakernel_row : Strategy::megakernel_grid;
-    const rss::Megakernel<float>& op = use_row ? row : grid;
+    const Variant& strategy = use_row ? kRow : kGrid;
+    const rss::Operator<float>& op = use_row ? row : grid;
     // Every third round runs the call twice back to back before checking.
     if (i % 3 == 2) REQUIRE(op.run(stream.get()) == Status::success);
     const double error = run_checked(op, strategy, p, out, stream.get(), where + ", round " + std::to_string(i));
-    INFO(rss::strategy_name(strategy) << ", round " << i << ", max row relative error " << error);
+    INFO(strategy.name << ", round " << i << ", max row relative error " << error);
     CHECK(error <= rss::reference::fp32_tolerance);
 
     std::vector<float>& first = use_row ? first_row : first_grid;
@@ -505,12 +527,13 @@ TEST_CASE("the row barrier needs no reset: it works from any generation, across 
   rss_test::DeviceBuffer workspace(workspace_bytes);
   const Stream stream;
   PinnedBuffer<float> out(p.n + kCanary);
-  rss::Megakernel<float> row;
+  rss::Operator<float> row;
   REQUIRE(row.initialize(Strategy::megakernel_row, p.xd(), p.yd(), rss::Layout::contiguous(p.rows, p.cols), workspace.get(), workspace_bytes,
                          stream.get()) == Status::success);
   RSS_TEST_CUDA(cudaStreamSynchronize(stream.get()));
-  INFO("seed " << p.seed << "; plan: " << plan_text(row.plan()));
-  REQUIRE(row.plan().blocks_per_row >= 2);  // otherwise the barrier has nobody to wait for
+  const rss::MegakernelPlan row_plan = geometry(kRow, p.rows, p.cols);
+  INFO("seed " << p.seed << "; plan: " << plan_text(row_plan));
+  REQUIRE(row_plan.blocks_per_row >= 2);  // otherwise the barrier has nobody to wait for
 
   // A state a previous use could have left: count 0, any generation; here 0, 1 or 2 steps before the wrap.
   const BarrierStates barriers(workspace.get());
@@ -518,13 +541,13 @@ TEST_CASE("the row barrier needs no reset: it works from any generation, across 
   for (std::size_t s = 0; s < states.size(); ++s) states[s] = {0u, UINT_MAX - static_cast<unsigned>(s % 3)};
   barriers.write(states);
   for (int i = 0; i < 6; ++i) {
-    const double error = run_checked(row, Strategy::megakernel_row, p, out, stream.get(),
+    const double error = run_checked(row, kRow, p, out, stream.get(),
                                      "8 x 131072 from a near-wrap generation, round " + std::to_string(i));
     INFO("round " << i << ", max row relative error " << error);
     CHECK(error <= rss::reference::fp32_tolerance);
   }
   const std::vector<rss::RowBarrierState> after = barriers.read();
-  for (std::size_t s = 0; s < static_cast<std::size_t>(row.plan().rows_per_launch); ++s) {
+  for (std::size_t s = 0; s < static_cast<std::size_t>(row_plan.rows_per_launch); ++s) {
     INFO("slot " << s << ": count " << after[s].count << ", generation " << after[s].generation);
     CHECK(after[s].count == 0);
     CHECK(after[s].generation < 64);  // wrapped past zero
@@ -553,12 +576,11 @@ TEST_CASE("a refused megakernel initialization gives its status and writes neith
   float* y = p.yd();
   void* ws = workspace.get();
   const std::int64_t r = p.rows, c = p.cols;
-  for (const Strategy strategy : {Strategy::megakernel_grid, Strategy::megakernel_row,
-                                  Strategy::control_no_retention, Strategy::control_ordinary_launch}) {
-    INFO(rss::strategy_name(strategy));
+  for (const Variant* variant : {&kGrid, &kRow, &kNoRetention, &kOrdinaryLaunch}) {
+    INFO(variant->name);
     const auto init = [&](const float* in, float* o, std::int64_t rows, std::int64_t cols, void* w, std::size_t b) {
-      rss::Megakernel<float> op;
-      const Status s = op.initialize(strategy, in, o, rss::Layout::contiguous(rows, cols), w, b);
+      rss::Operator<float> op;
+      const Status s = op.initialize(variant->config, in, o, rss::Layout::contiguous(rows, cols), w, b);
       // A refused object stays refused: it runs nothing and describes nothing.
       rss::LaunchList list;
       CHECK(op.run() == Status::invalid_strategy);
@@ -575,13 +597,15 @@ TEST_CASE("a refused megakernel initialization gives its status and writes neith
     CHECK(init(x, y, r, -1, ws, bytes) == Status::negative_size);
     CHECK(init(x, y, std::int64_t{1} << 31, std::int64_t{1} << 31, ws, bytes) == Status::size_overflow);
   }
-  for (const Strategy not_a_megakernel : {Strategy::baseline, Strategy::baseline_graph, Strategy::local_fusion,
-                                          static_cast<Strategy>(99)}) {
-    rss::Megakernel<float> op;
-    CHECK(op.initialize(not_a_megakernel, x, y, rss::Layout::contiguous(r, c), ws, bytes) == Status::invalid_strategy);
+  // A control belongs to megakernel_grid only; an unknown strategy is refused.
+  for (const rss::Config invalid : {rss::Config{Strategy::megakernel_row, {}, rss::MegakernelControl::no_retention},
+                                    rss::Config{Strategy::local_fusion, {}, rss::MegakernelControl::ordinary_launch},
+                                    rss::Config{static_cast<Strategy>(99)}}) {
+    rss::Operator<float> op;
+    CHECK(op.initialize(invalid, x, y, rss::Layout::contiguous(r, c), ws, bytes) == Status::invalid_strategy);
     CHECK(op.run() == Status::invalid_strategy);
   }
-  rss::Megakernel<float> never_initialized;
+  rss::Operator<float> never_initialized;
   CHECK(never_initialized.run() == Status::invalid_strategy);
 
   CHECK(snapshot(p.y_device) == y_before);
@@ -591,8 +615,8 @@ TEST_CASE("a refused megakernel initialization gives its status and writes neith
 
 TEST_CASE("the planner refuses this device's description without cooperative launch or without occupancy",
           "[gpu][refusal]") {
-  rss::DeviceDesc desc{};
-  REQUIRE(rss::detail::megakernel::current_device_desc(&desc) == Status::success);
+  rss::DeviceInfo desc{};
+  REQUIRE(rss::current_device_info(&desc) == Status::success);
   CHECK(desc.cooperative_launch);  // the real device: every SPEC target supports it
   rss::MegakernelRequest request;
   request.rows = 64;
@@ -601,7 +625,7 @@ TEST_CASE("the planner refuses this device's description without cooperative lau
   untouched.launch_count = 12345;
   rss::MegakernelPlan plan = untouched;
 
-  rss::DeviceDesc no_cooperative = desc;
+  rss::DeviceInfo no_cooperative = desc;
   no_cooperative.cooperative_launch = false;
   CHECK(rss::plan_megakernel(no_cooperative, request, [](std::size_t) { return 4; }, &plan) ==
         Status::cooperative_unsupported);
@@ -610,47 +634,8 @@ TEST_CASE("the planner refuses this device's description without cooperative lau
   CHECK(plan.launch_count == untouched.launch_count);
 }
 
-TEST_CASE("a cooperative launch beyond co-residency is refused as not_admissible, writes nothing, never hangs",
-          "[gpu][refusal]") {
-  // The planner never makes such a plan; this takes a real one and folds its two launches into one, so
-  // the grid is twice what the device can hold. The driver must refuse the launch: launched, the
-  // blocks would wait forever on partners that cannot be scheduled.
-  const FixedProblem p(64, 131072);
-  const std::size_t bytes = megakernel_workspace();
-  rss_test::DeviceBuffer workspace(bytes);
-  RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
-  RSS_TEST_CUDA(cudaMemset(p.yd(), 0x5A, p.y_device.bytes()));
-  std::vector<unsigned char> y_before(p.y_device.bytes()), y_after(p.y_device.bytes());
-  RSS_TEST_CUDA(cudaMemcpy(y_before.data(), p.yd(), y_before.size(), cudaMemcpyDeviceToHost));
-  const Stream stream;
-  std::int64_t max_blocks = 0;
-  REQUIRE(rss::detail::megakernel::max_blocks_per_launch(&max_blocks) == Status::success);
-
-  for (const Strategy strategy : {Strategy::megakernel_grid, Strategy::megakernel_row}) {
-    INFO(rss::strategy_name(strategy));
-    rss::MegakernelPlan plan;
-    REQUIRE(rss::detail::megakernel::make_plan<float>(strategy, p.rows, p.cols, &plan) == Status::success);
-    INFO("real plan: " << plan_text(plan));
-    REQUIRE(plan.launch_count == 2);
-    plan.rows_per_launch = p.rows;
-    plan.launch_count = 1;
-    REQUIRE(plan.launch(0).grid_blocks > plan.resident_blocks);
-    REQUIRE(plan.launch(0).grid_blocks <= max_blocks);  // in bounds of the workspace, were it launched
-    const Status s = rss::detail::megakernel::launch_plan<float>(strategy, plan, p.xd(), p.yd(),
-                                                                rss::Layout::contiguous(p.rows, p.cols), workspace.get(),
-                                                                max_blocks, rss::detail::Launcher{stream.get()});
-    INFO("status: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
-    CHECK(s == Status::not_admissible);
-    wait_or_fail(stream.get(), std::string("an inadmissible launch of ") + rss::strategy_name(strategy));
-    (void)cudaGetLastError();  // the refused launch is also the thread's last error: clear it for later tests
-  }
-  RSS_TEST_CUDA(cudaMemcpy(y_after.data(), p.yd(), y_after.size(), cudaMemcpyDeviceToHost));
-  CHECK(y_after == y_before);
-  // The context survives: a proper call still works.
-  PinnedBuffer<float> out(p.n + kCanary);
-  CHECK(call_checked(Strategy::megakernel_row, p, workspace.get(), bytes, out, stream.get()) <=
-        rss::reference::fp32_tolerance);
-}
+// A cooperative launch beyond co-residency at run time (the device has fewer SMs than planned for) is
+// tested in tests/reliability/test_refusal.cu, with a green context.
 
 TEST_CASE("selecting a control leaves the retained path unchanged: its output is bitwise identical before and after",
           "[gpu][refusal][controls]") {
@@ -663,17 +648,17 @@ TEST_CASE("selecting a control leaves the retained path unchanged: its output is
     const FixedProblem p(shape.first, shape.second);
     PinnedBuffer<float> out(p.n + kCanary);
     std::vector<float> first(static_cast<std::size_t>(p.n));
-    for (const Strategy retained : {Strategy::megakernel_grid, Strategy::megakernel_row}) {
-      INFO(shape_text(p.rows, p.cols) << ", seed " << p.seed << ", " << rss::strategy_name(retained));
-      const double e1 = call_checked(retained, p, workspace.get(), bytes, out, stream.get());
+    for (const Variant* retained : {&kGrid, &kRow}) {
+      INFO(shape_text(p.rows, p.cols) << ", seed " << p.seed << ", " << retained->name);
+      const double e1 = call_checked(*retained, p, workspace.get(), bytes, out, stream.get());
       CHECK(e1 <= rss::reference::fp32_tolerance);
       std::memcpy(first.data(), out.get(), first.size() * sizeof(float));
-      for (const Strategy control : {Strategy::control_no_retention, Strategy::control_ordinary_launch}) {
-        const double e = call_checked(control, p, workspace.get(), bytes, out, stream.get());
-        INFO(rss::strategy_name(control) << ": max row relative error " << e);
+      for (const Variant* control : {&kNoRetention, &kOrdinaryLaunch}) {
+        const double e = call_checked(*control, p, workspace.get(), bytes, out, stream.get());
+        INFO(control->name << ": max row relative error " << e);
         CHECK(e <= rss::reference::fp32_tolerance);
       }
-      const double e2 = call_checked(retained, p, workspace.get(), bytes, out, stream.get());
+      const double e2 = call_checked(*retained, p, workspace.get(), bytes, out, stream.get());
       CHECK(e2 <= rss::reference::fp32_tolerance);
       CHECK(same_bytes(out.get(), first.data(), p.n));
     }
@@ -695,42 +680,46 @@ TEST_CASE("on this device 64 x 131072 fp32 takes two launches and 1 x 16777216 e
 
   {
     const FixedProblem p(64, 131072);
-    for (const Strategy strategy : {Strategy::megakernel_grid, Strategy::megakernel_row}) {
-      INFO(rss::strategy_name(strategy));
+    for (const Variant* variant : {&kGrid, &kRow}) {
+      const rss::Config& strategy = variant->config;
+      INFO(variant->name);
       rss::LaunchList list;
       REQUIRE(rss::describe_launches<float>(strategy, p.rows, p.cols, &list) == Status::success);
       CHECK(list.kernels == 2);  // 32 MiB of tiles against ~29 MiB of shared memory
       CHECK(list.host_launches == 2);
       CHECK(list.evicted_tiles == 0);
       for (int i = 0; i < list.size; ++i) CHECK(list.items[i].cooperative);
-      rss::Megakernel<float> op;
+      rss::Operator<float> op;
       REQUIRE(op.initialize(strategy, p.xd(), p.yd(), rss::Layout::contiguous(p.rows, p.cols), workspace.get(), bytes, stream.get()) ==
               Status::success);
-      INFO("plan: " << plan_text(op.plan()));
-      CHECK(op.plan().launch_count == 2);
-      CHECK(op.plan().evicted_tiles == 0);
+      const rss::MegakernelPlan plan = geometry(*variant, p.rows, p.cols);
+      INFO("plan: " << plan_text(plan));
+      CHECK(plan.launch_count == 2);
+      CHECK(plan.evicted_tiles == 0);
       PinnedBuffer<float> out(p.n + kCanary);
-      CHECK(run_checked(op, strategy, p, out, stream.get(), "64 x 131072, seed " + std::to_string(p.seed)) <=
+      CHECK(run_checked(op, *variant, p, out, stream.get(), "64 x 131072, seed " + std::to_string(p.seed)) <=
             rss::reference::fp32_tolerance);
     }
   }
   {
     const FixedProblem p(1, 16777216);  // 64 MiB: more than the chip's shared memory
     PinnedBuffer<float> out(p.n + kCanary);
-    for (const Strategy strategy : {Strategy::megakernel_grid, Strategy::megakernel_row}) {
-      INFO(rss::strategy_name(strategy));
+    for (const Variant* variant : {&kGrid, &kRow}) {
+      const rss::Config& strategy = variant->config;
+      INFO(variant->name);
       rss::LaunchList list;
       REQUIRE(rss::describe_launches<float>(strategy, p.rows, p.cols, &list) == Status::success);
       CHECK(list.kernels == 1);
       CHECK(list.evicted_tiles > 0);
-      rss::Megakernel<float> op;
+      rss::Operator<float> op;
       REQUIRE(op.initialize(strategy, p.xd(), p.yd(), rss::Layout::contiguous(p.rows, p.cols), workspace.get(), bytes, stream.get()) ==
               Status::success);
-      INFO("plan: " << plan_text(op.plan()));
-      CHECK(op.plan().evicted_tiles > 0);
-      CHECK(op.plan().evicted_tiles == list.evicted_tiles);
+      const rss::MegakernelPlan plan = geometry(*variant, p.rows, p.cols);
+      INFO("plan: " << plan_text(plan));
+      CHECK(plan.evicted_tiles > 0);
+      CHECK(plan.evicted_tiles == list.evicted_tiles);
       const double error =
-          run_checked(op, strategy, p, out, stream.get(), "1 x 16777216, seed " + std::to_string(p.seed));
+          run_checked(op, *variant, p, out, stream.get(), "1 x 16777216, seed " + std::to_string(p.seed));
       INFO("max row relative error " << error);
       CHECK(error <= rss::reference::fp32_tolerance);
     }
@@ -756,21 +745,21 @@ TEST_CASE("the plans for the SPEC shapes agree with their launch metadata and re
   log << "megakernel plans on " << prop.name << " (" << prop.multiProcessorCount << " SMs), fp32:";
 
   for (const auto& shape : shapes) {
-    for (const Strategy strategy : {Strategy::megakernel_grid, Strategy::megakernel_row,
-                                    Strategy::control_no_retention, Strategy::control_ordinary_launch}) {
+    for (const Variant* variant : {&kGrid, &kRow, &kNoRetention, &kOrdinaryLaunch}) {
+      const rss::Config& strategy = variant->config;
       const std::int64_t rows = shape.first, cols = shape.second;
-      INFO(rss::strategy_name(strategy) << " " << shape_text(rows, cols));
-      rss::Megakernel<float> op;
+      INFO(variant->name << " " << shape_text(rows, cols));
+      rss::Operator<float> op;
       REQUIRE(op.initialize(strategy, x.get<const float>(), y.get<float>(), rss::Layout::contiguous(rows, cols), workspace.get(), bytes) ==
               Status::success);
-      const rss::MegakernelPlan& plan = op.plan();
+      const rss::MegakernelPlan plan = geometry(*variant, rows, cols);
       rss::LaunchList list, described;
       REQUIRE(op.describe(&list) == Status::success);
       REQUIRE(rss::describe_launches<float>(strategy, rows, cols, &described) == Status::success);
       INFO("plan: " << plan_text(plan));
-      log << "\n  " << shape_text(rows, cols) << " " << rss::strategy_name(strategy) << ": " << plan_text(plan);
+      log << "\n  " << shape_text(rows, cols) << " " << variant->name << ": " << plan_text(plan);
 
-      const bool ordinary = strategy == Strategy::control_ordinary_launch;
+      const bool ordinary = variant == &kOrdinaryLaunch;
       CHECK(list.kernels == plan.launch_count * (ordinary ? 3 : 1));
       CHECK(described.kernels == list.kernels);
       CHECK(list.evicted_tiles == plan.evicted_tiles);

@@ -94,11 +94,11 @@ template <class T>
 void check_all_strategies(const std::vector<Shape>& shapes) {
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
-  const double tolerance = rss::reference::tolerance(rss::detail::StorageTraits<T>::dtype);
+  const double tolerance = rss::reference::tolerance(rss::dtype_of<T>);
   for (const Shape& shape : shapes) {
     const Problem<T> problem(shape, rss_test::fresh_seed());
     for (Strategy strategy : rss::all_strategies) {
-      INFO(shape.rows << " x " << shape.cols << " " << rss::dtype_name(rss::detail::StorageTraits<T>::dtype) << " "
+      INFO(shape.rows << " x " << shape.cols << " " << rss::dtype_name(rss::dtype_of<T>) << " "
                       << rss::strategy_name(strategy) << " seed " << problem.seed);
       if (strategy == Strategy::cluster_row && !cluster_row_holds<T>(shape.cols)) {
         check_cluster_row_refuses(problem, stream);

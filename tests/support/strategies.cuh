@@ -21,10 +21,9 @@ inline std::vector<rss::Strategy> strategies_and_automatic() {
 /// Whether cluster_row holds a row of `cols` elements of T on the current device.
 template <class T>
 bool cluster_row_holds(std::int64_t cols) {
-  rss::ClusterLimits limits;
-  REQUIRE(rss::detail::cluster_row::current_cluster_limits(&limits) == rss::Status::success);
-  return rss::default_cluster_config(cols, rss::detail::StorageTraits<T>::dtype, limits.max_cluster_size).cluster_size >
-         0;
+  rss::DeviceInfo device;
+  REQUIRE(rss::current_device_info(&device) == rss::Status::success);
+  return rss::default_cluster_config(cols, rss::dtype_of<T>, device.max_cluster_size).cluster_size > 0;
 }
 
 }  // namespace rss_test

@@ -1,157 +1,205 @@
 #pragma once
 // rss::Operator<T>: any strategy, automatic included, planned once for fixed arguments and run many
-// times. Initialisation does everything that does not belong in the hot path (validation, device
-// queries, planning, graph capture, workspace preparation); run() only launches.
+// times. initialize() does everything that does not belong in the hot path (validation, the device's
+// description, planning, graph capture, workspace preparation); run() only launches. It is the one
+// dispatch point from a strategy to its plan and launches (rss/strategies/registry.cuh).
 //
 //   rss::Operator<float> op;
 //   rss::Status s = op.initialize(rss::Strategy::automatic, x, y, rss::Layout::contiguous(rows, cols),
 //                                 workspace, workspace_bytes, stream);
-//   s = op.run(stream);        // many times
+//   s = op.run(stream);        // many times, on any stream of the same device
 //   op.strategy();             // the concrete strategy that runs
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <variant>
 
-#include "rss/api/launch_info.hpp"
-#include "rss/strategies/baseline.cuh"
-#include "rss/strategies/baseline_graph.cuh"
-#include "rss/strategies/cluster_row.cuh"
-#include "rss/strategies/local_fusion.cuh"
-#include "rss/strategies/megakernel.cuh"
+#include "rss/detail/storage.cuh"
+#include "rss/device.cuh"
+#include "rss/launch_info.hpp"
+#include "rss/strategies/registry.cuh"
 #include "rss/tuning/tables.hpp"
+#include "rss/validate.hpp"
 
 namespace rss {
 
 namespace detail {
-inline bool is_megakernel(Strategy s) {
-  return s == Strategy::megakernel_grid || s == Strategy::megakernel_row || s == Strategy::control_no_retention ||
-         s == Strategy::control_ordinary_launch || s == Strategy::block_row;
-}
 
 /// A refusal that another strategy may not meet: automatic then falls back.
 inline bool refused_by_device(Status s) {
   return s == Status::not_admissible || s == Status::cooperative_unsupported || s == Status::unsupported_device;
 }
 
-inline Status current_auto_device(AutoDevice* out) {
-  int device = 0;
-  RSS_TRY(current_device(&device));
-  cudaDeviceProp prop{};
-  RSS_TRY(from_cuda(cudaGetDeviceProperties(&prop, device)));
-  ClusterLimits limits;
-  RSS_TRY(cluster_row::current_cluster_limits(&limits));
-  out->sm_count = prop.multiProcessorCount;
-  out->max_cluster_size = limits.max_cluster_size;
-  out->cooperative_launch = prop.cooperativeLaunch != 0;
-  out->table = tuning_table_for(prop.name);
-  out->shared_bytes_per_sm = static_cast<std::int64_t>(prop.sharedMemPerMultiprocessor);
-  return Status::success;
+/// The concrete configuration `config` means for a shape on device d (automatic resolved).
+inline Config resolve(const Config& config, const DeviceInfo& d, std::int64_t rows, std::int64_t cols, DType dtype) {
+  return config.strategy == Strategy::automatic ? automatic_choice(d, rows, cols, dtype).config : config;
 }
 
-/// Launches (or, with a dry launcher, describes) the strategies that plan nothing: baseline,
-/// baseline_graph (described as its captured kernels) and local_fusion. Arguments are validated and
-/// rows * cols > 0. invalid_strategy for any other strategy.
+/// Workspace bytes of a concrete strategy.
 template <class T>
-Status launch_unplanned(Strategy s, const T* x, T* y, const Layout& l, void* workspace, int sm_count,
-                        const Launcher& launcher) {
-  switch (s) {
-    case Strategy::baseline:
-    case Strategy::baseline_graph: return baseline::launch(x, y, l, workspace, launcher);
-    case Strategy::local_fusion: return local_fusion::launch(x, y, l, workspace, sm_count, launcher);
-    default: return Status::invalid_strategy;
-  }
+Status concrete_workspace_bytes(Strategy s, std::int64_t rows, std::int64_t cols, const DeviceInfo& d,
+                                std::size_t* bytes) {
+  return with_strategy(s, [&](auto strategy) {
+    return decltype(strategy)::template workspace_bytes<T>(rows, cols, d, bytes);
+  });
 }
 
-/// A dry run of an unplanned strategy into `list`; a graph is one host launch of its kernels.
+/// Workspace of `config` for the shape: for automatic, its pick's region followed by its fallback's,
+/// so that a fallback never overwrites the pick's state (megakernel_row's barrier counters).
 template <class T>
-Status describe_unplanned(Strategy s, const T* x, T* y, const Layout& l, void* workspace, LaunchList* list) {
-  int sm_count = 0;
-  RSS_TRY(current_sm_count(&sm_count));
-  RSS_TRY(launch_unplanned(s, x, y, l, workspace, sm_count, Launcher{nullptr, list, true}));
-  if (s == Strategy::baseline_graph) {
-    list->graph = true;
-    list->host_launches = 1;
+Status workspace_layout(const Config& config, std::int64_t rows, std::int64_t cols, const DeviceInfo& d,
+                        std::size_t* primary, std::size_t* total) {
+  const Config concrete = resolve(config, d, rows, cols, dtype_of<T>);
+  RSS_TRY(concrete_workspace_bytes<T>(concrete.strategy, rows, cols, d, primary));
+  *total = *primary;
+  if (config.strategy == Strategy::automatic && concrete.strategy != fallback_strategy) {
+    std::size_t fallback = 0;
+    RSS_TRY(concrete_workspace_bytes<T>(fallback_strategy, rows, cols, d, &fallback));
+    if (fallback > SIZE_MAX - *primary) return Status::size_overflow;
+    *total += fallback;  // primary is a multiple of workspace_alignment: the fallback's region stays aligned
   }
   return Status::success;
 }
 
-/// The choice of `automatic` for a shape on the current device.
-inline Status automatic_choice(std::int64_t rows, std::int64_t cols, DType dtype, AutoChoice* choice) {
-  AutoDevice d;
-  RSS_TRY(current_auto_device(&d));
-  *choice = auto_select(d, rows, cols, dtype);
-  return Status::success;
-}
+/// One strategy planned for one call.
+template <class T>
+struct PlannedCall {
+  AnyPlan<T> plan;
+  Call<T> call;
+  Strategy strategy = Strategy::automatic;
+
+  /// Plans (and, unless describing, prepares) strategy `config.strategy` for `c` on device d.
+  Status make(const Config& config, const Call<T>& c, const DeviceInfo& d, bool prepare, cudaStream_t stream) {
+    return with_strategy(config.strategy, [&](auto tag) {
+      using S = decltype(tag);
+      Planned<S, T> planned;
+      RSS_TRY(S::template make_plan<T>(c, d, config, &planned.plan));
+      if (prepare) RSS_TRY(S::template prepare<T>(planned.plan, c, stream));
+      plan = std::move(planned);
+      call = c;
+      strategy = S::id;
+      return Status::success;
+    });
+  }
+
+  Status launch(const Launcher& launcher) const {
+    return std::visit(
+        [&](const auto& planned) -> Status {
+          using P = std::decay_t<decltype(planned)>;
+          if constexpr (std::is_same_v<P, std::monostate>) {
+            return Status::invalid_strategy;
+          } else {
+            return P::Strategy::template launch<T>(planned.plan, call, launcher);
+          }
+        },
+        plan);
+  }
+};
+
+/// Switches to `device` for the scope of a run and back (a no-op when it is already current).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) noexcept {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      status_ = Status::no_device;
+    } else if (previous_ != device) {
+      status_ = from_cuda(cudaSetDevice(device));
+      switched_ = ok(status_);
+    }
+  }
+  ~DeviceScope() {
+    if (switched_) (void)cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  Status status() const noexcept { return status_; }
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+  Status status_ = Status::success;
+};
+
 }  // namespace detail
 
-/// Workspace bytes `strategy` needs for a rows x cols problem of T (0 is a valid answer). For
-/// automatic: enough for whichever strategy it picks and for its fallback.
+/// Workspace bytes `config` needs for a rows x cols problem of T on the current device (0 is a valid
+/// answer). For automatic: its pick's and its fallback's, side by side.
 template <class T>
-Status workspace_bytes(Strategy strategy, std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
+Status workspace_bytes(const Config& config, std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
   if (bytes == nullptr) return Status::null_pointer;
-  switch (strategy) {
-    case Strategy::baseline:
-    case Strategy::baseline_graph: return baseline_workspace_bytes<T>(rows, cols, bytes);
-    case Strategy::local_fusion: return local_fusion_workspace_bytes<T>(rows, cols, bytes);
-    case Strategy::cluster_row:
-      RSS_TRY(validate_shape(rows, cols, sizeof(T)));
-      *bytes = 0;
-      return Status::success;
-    case Strategy::automatic: {
-      std::size_t mega = 0, fused = 0;
-      RSS_TRY(megakernel_workspace_bytes<T>(rows, cols, &mega));
-      RSS_TRY(local_fusion_workspace_bytes<T>(rows, cols, &fused));
-      *bytes = mega > fused ? mega : fused;
-      return Status::success;
-    }
-    default:
-      if (detail::is_megakernel(strategy)) return megakernel_workspace_bytes<T>(rows, cols, bytes);
-      return Status::invalid_strategy;
-  }
+  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  std::size_t primary = 0;
+  return detail::workspace_layout<T>(config, rows, cols, d, &primary, bytes);
 }
 
 template <class T>
 class Operator {
+  static_assert(sizeof(detail::StorageTraits<T>) > 0, "rss::Operator<T>: T is float, __nv_bfloat16 or __half");
+
  public:
   Operator() = default;
   Operator(const Operator&) = delete;
   Operator& operator=(const Operator&) = delete;
 
-  /// Validates and prepares `strategy` for these arguments. For automatic, picks the strategy (tuning
-  /// table, then heuristic) and falls back to local_fusion when the device refuses the pick. On any
-  /// refusal the operator is left unready.
-  Status initialize(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace,
+  /// Validates and prepares `config` for these arguments on the current device. For automatic, picks
+  /// the strategy (tuning table, then heuristic), falls back to local_fusion when the device refuses
+  /// the pick, and also plans the fallback for a refusal at run time. On any refusal the operator is
+  /// left unready.
+  Status initialize(const Config& config, const T* x, T* y, const Layout& layout, void* workspace,
                     std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
     ready_ = false;
-    std::size_t required = 0;
-    RSS_TRY(rss::workspace_bytes<T>(strategy, layout.rows, layout.cols, &required));
-    RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
-    x_ = x;
-    y_ = y;
+    primary_ = {};
+    fallback_ = {};
+    RSS_TRY(validate_layout(layout, sizeof(T)));
+    RSS_TRY(detail::current_device(&device_));
+    DeviceInfo d;
+    RSS_TRY(device_info(device_, &d));
+    const Config concrete = detail::resolve(config, d, layout.rows, layout.cols, dtype_of<T>);
+    std::size_t primary_bytes = 0, required = 0;
+    RSS_TRY(detail::workspace_layout<T>(config, layout.rows, layout.cols, d, &primary_bytes, &required));
+    RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required, device_));
     layout_ = layout;
-    workspace_ = workspace;
-    workspace_bytes_ = workspace_bytes;
-    requested_ = strategy;
-    if (!layout.empty()) RSS_TRY(detail::current_sm_count(&sm_count_));  // local_fusion's grid, fallback included
-    if (strategy != Strategy::automatic) return prepare(strategy, nullptr, stream);
-
-    AutoChoice choice;
-    if (!layout.empty()) RSS_TRY(detail::automatic_choice(layout.rows, layout.cols, detail::StorageTraits<T>::dtype, &choice));
-    const ClusterConfig* config = choice.cluster.cluster_size > 0 ? &choice.cluster : nullptr;
-    const Status s = prepare(choice.strategy, config, stream);
-    if (!detail::refused_by_device(s)) return s;
-    return prepare(fallback_strategy, nullptr, stream);
+    const detail::Call<T> call{x, y, layout, workspace, workspace_bytes};
+    if (layout.empty()) {
+      primary_.strategy = concrete.strategy;
+      ready_ = true;
+      return Status::success;
+    }
+    Status s = primary_.make(concrete, call, d, true, stream);
+    if (config.strategy == Strategy::automatic && concrete.strategy != fallback_strategy) {
+      detail::Call<T> fallback_call = call;
+      fallback_call.workspace = static_cast<unsigned char*>(workspace) + primary_bytes;
+      fallback_call.workspace_bytes = required - primary_bytes;
+      RSS_TRY(fallback_.make(Config{fallback_strategy}, fallback_call, d, true, stream));
+      if (detail::refused_by_device(s)) {  // refused at planning: the fallback is what runs
+        primary_ = std::move(fallback_);
+        fallback_ = {};
+        s = Status::success;
+      }
+    }
+    RSS_TRY(s);
+    ready_ = true;
+    return Status::success;
   }
 
-  /// Launches on `stream`; asynchronous, never synchronises. `ran` (optional) receives the strategy
-  /// that ran: for automatic, the fallback when the device refused the planned launch at run time.
+  /// Launches on `stream`, on the device the operator was initialised on (made current for the call
+  /// and restored). Asynchronous, never synchronises. `ran` (optional) receives the strategy that
+  /// ran: for automatic, the fallback when the device refused the planned launch at run time.
   Status run(cudaStream_t stream = nullptr, Strategy* ran = nullptr) const noexcept {
     if (!ready_) return Status::invalid_strategy;
-    Status s = run_concrete(strategy_, stream);
-    Strategy used = strategy_;
-    if (requested_ == Strategy::automatic && detail::refused_by_device(s) && strategy_ != fallback_strategy) {
-      used = fallback_strategy;
-      s = run_concrete(fallback_strategy, stream);
+    Strategy used = primary_.strategy;
+    Status s = Status::success;
+    if (!layout_.empty()) {
+      const detail::DeviceScope scope(device_);
+      RSS_TRY(scope.status());
+      s = primary_.launch(detail::Launcher{stream});
+      if (detail::refused_by_device(s) && fallback_.strategy != Strategy::automatic) {
+        used = fallback_.strategy;
+        s = fallback_.launch(detail::Launcher{stream});
+      }
     }
     if (ran != nullptr && ok(s)) *ran = used;
     return s;
@@ -162,66 +210,22 @@ class Operator {
     if (out == nullptr) return Status::null_pointer;
     if (!ready_) return Status::invalid_strategy;
     LaunchList list;
-    if (!layout_.empty()) {
-      switch (strategy_) {
-        case Strategy::cluster_row: RSS_TRY(cluster_.describe(&list)); break;
-        case Strategy::baseline:
-        case Strategy::baseline_graph:
-        case Strategy::local_fusion:
-          RSS_TRY(detail::describe_unplanned(strategy_, x_, y_, layout_, workspace_, &list));
-          break;
-        default: RSS_TRY(megakernel_.describe(&list)); break;
-      }
-    }
+    if (!layout_.empty()) RSS_TRY(primary_.launch(detail::Launcher{nullptr, &list, true}));
     *out = list;
     return Status::success;
   }
 
   /// The concrete strategy run() launches (for automatic: the one it picked).
-  Strategy strategy() const noexcept { return strategy_; }
+  Strategy strategy() const noexcept { return primary_.strategy; }
+  /// The device the operator was initialised on; run() launches there.
+  int device() const noexcept { return device_; }
   bool ready() const noexcept { return ready_; }
-  const MegakernelPlan& megakernel_plan() const noexcept { return megakernel_.plan(); }
-  const ClusterPlan& cluster_plan() const noexcept { return cluster_.plan(); }
 
  private:
-  Status prepare(Strategy s, const ClusterConfig* config, cudaStream_t stream) noexcept {
-    switch (s) {
-      case Strategy::baseline:
-      case Strategy::local_fusion: break;  // nothing to plan: run() launches on the validated arguments
-      case Strategy::baseline_graph: RSS_TRY(graph_.capture(x_, y_, layout_, workspace_, workspace_bytes_)); break;
-      case Strategy::cluster_row: RSS_TRY(cluster_.initialize(x_, y_, layout_, config)); break;
-      default:
-        if (!detail::is_megakernel(s)) return Status::invalid_strategy;
-        RSS_TRY(megakernel_.initialize(s, x_, y_, layout_, workspace_, workspace_bytes_, stream));
-    }
-    strategy_ = s;
-    ready_ = true;
-    return Status::success;
-  }
-
-  Status run_concrete(Strategy s, cudaStream_t stream) const noexcept {
-    switch (s) {
-      case Strategy::baseline:
-      case Strategy::local_fusion:
-        if (layout_.empty()) return Status::success;
-        return detail::launch_unplanned(s, x_, y_, layout_, workspace_, sm_count_, detail::Launcher{stream});
-      case Strategy::baseline_graph: return graph_.replay(stream);
-      case Strategy::cluster_row: return cluster_.run(stream);
-      default: return megakernel_.run(stream);
-    }
-  }
-
-  Strategy requested_ = Strategy::automatic;
-  Strategy strategy_ = Strategy::automatic;
-  const T* x_ = nullptr;
-  T* y_ = nullptr;
   Layout layout_{};
-  void* workspace_ = nullptr;
-  std::size_t workspace_bytes_ = 0;
-  int sm_count_ = 0;
-  BaselineGraph<T> graph_;
-  Megakernel<T> megakernel_;
-  ClusterRow<T> cluster_;
+  int device_ = 0;
+  detail::PlannedCall<T> primary_;
+  detail::PlannedCall<T> fallback_;  // automatic only: strategy stays `automatic` when there is none
   bool ready_ = false;
 };
 

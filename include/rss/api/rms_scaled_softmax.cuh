@@ -12,8 +12,8 @@
 //   if (!rss::ok(s)) std::puts(rss::status_message(s));
 #include <cstdint>
 
-#include "rss/api/launch_info.hpp"
 #include "rss/api/operator.cuh"
+#include "rss/launch_info.hpp"
 
 namespace rss {
 
@@ -25,59 +25,53 @@ namespace rss {
 /// untouched; cuda_error means no launch of this call wrote y; partial_output means a launch failed
 /// after earlier ones wrote some rows.
 template <class T>
-Status rms_scaled_softmax(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace,
+Status rms_scaled_softmax(const Config& config, const T* x, T* y, const Layout& layout, void* workspace,
                           std::size_t workspace_bytes, cudaStream_t stream = nullptr, Strategy* ran = nullptr) noexcept {
   Operator<T> op;
-  RSS_TRY(op.initialize(strategy, x, y, layout, workspace, workspace_bytes, stream));
+  RSS_TRY(op.initialize(config, x, y, layout, workspace, workspace_bytes, stream));
   return op.run(stream, ran);
 }
 
 /// The same over contiguous rows x cols matrices.
 template <class T>
-Status rms_scaled_softmax(Strategy strategy, const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
+Status rms_scaled_softmax(const Config& config, const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,
                           std::size_t workspace_bytes, cudaStream_t stream = nullptr, Strategy* ran = nullptr) noexcept {
-  return rms_scaled_softmax(strategy, x, y, Layout::contiguous(rows, cols), workspace, workspace_bytes, stream, ran);
+  return rms_scaled_softmax(config, x, y, Layout::contiguous(rows, cols), workspace, workspace_bytes, stream, ran);
 }
 
-/// Describes, without launching anything, the launches a call of `strategy` on a rows x cols
-/// problem of T makes on the current device. `kernels` and `host_launches` of the list count them.
+/// Describes, without launching anything, the launches a call of `config` on a rows x cols problem of T
+/// makes on the current device: the planning of Operator::initialize, then a dry launch. `kernels` and
+/// `host_launches` of the list count them.
 template <class T>
-Status describe_launches(Strategy strategy, std::int64_t rows, std::int64_t cols, LaunchList* out) noexcept {
+Status describe_launches(const Config& config, std::int64_t rows, std::int64_t cols, LaunchList* out) noexcept {
   if (out == nullptr) return Status::null_pointer;
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
-  const Layout layout = Layout::contiguous(rows, cols);
-  const T* x = nullptr;
-  T* y = nullptr;
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  const Config concrete = detail::resolve(config, d, rows, cols, dtype_of<T>);
   LaunchList list;
-  ClusterConfig preferred{};
-  if (strategy == Strategy::automatic && !layout.empty()) {
-    AutoChoice choice;
-    RSS_TRY(detail::automatic_choice(rows, cols, detail::StorageTraits<T>::dtype, &choice));
-    strategy = choice.strategy;
-    preferred = choice.cluster;
-  }
-  if (!layout.empty()) {
-    switch (strategy) {
-      case Strategy::baseline:
-      case Strategy::baseline_graph:
-      case Strategy::local_fusion: RSS_TRY(detail::describe_unplanned(strategy, x, y, layout, nullptr, &list)); break;
-      case Strategy::cluster_row: {
-        ClusterPlan plan;
-        detail::cluster_row::Admitted admitted;
-        RSS_TRY(detail::cluster_row::make_plan<T>(x, y, layout, preferred.cluster_size > 0 ? &preferred : nullptr,
-                                                  &plan, &admitted));
-        RSS_TRY(detail::cluster_row::launch_plan(plan, admitted, x, y, layout, detail::Launcher{nullptr, &list, true}));
-        break;
-      }
-      default:
-        if (!detail::is_megakernel(strategy)) return Status::invalid_strategy;
-        RSS_TRY(detail::megakernel::run<T>(strategy, x, y, layout, nullptr, detail::Launcher{nullptr, &list, true}));
-    }
+  if (rows > 0 && cols > 0) {
+    detail::PlannedCall<T> planned;
+    RSS_TRY(planned.make(concrete, detail::Call<T>{nullptr, nullptr, Layout::contiguous(rows, cols), nullptr, 0}, d,
+                         false, nullptr));
+    RSS_TRY(planned.launch(detail::Launcher{nullptr, &list, true}));
   } else {
     std::size_t unused = 0;  // an empty problem launches nothing, but the strategy must still exist
-    RSS_TRY(workspace_bytes<T>(strategy, rows, cols, &unused));
+    RSS_TRY(detail::concrete_workspace_bytes<T>(concrete.strategy, rows, cols, d, &unused));
   }
   *out = list;
+  return Status::success;
+}
+
+/// The strategy automatic picks for a rows x cols problem of T on the current device (before any
+/// refusal makes it fall back), with its configuration.
+template <class T>
+Status automatic_config(std::int64_t rows, std::int64_t cols, Config* out) noexcept {
+  if (out == nullptr) return Status::null_pointer;
+  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  *out = detail::resolve(Config{Strategy::automatic}, d, rows, cols, dtype_of<T>);
   return Status::success;
 }
 

@@ -23,7 +23,7 @@
 #include "rss/detail/cuda_status.cuh"
 #include "rss/detail/launch.cuh"
 #include "rss/detail/storage.cuh"
-#include "rss/detail/workspace.hpp"
+#include "rss/workspace.hpp"
 
 namespace rss {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "rss/detail/workspace.hpp"
+#include "rss/workspace.hpp"
 #include "rss/status.hpp"
 #include "rss/types.hpp"
 

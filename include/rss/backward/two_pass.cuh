@@ -10,7 +10,7 @@
 #include "rss/backward/row_sums.cuh"
 #include "rss/detail/launch.cuh"
 #include "rss/detail/storage.cuh"
-#include "rss/detail/workspace.hpp"
+#include "rss/workspace.hpp"
 #include "rss/phases/tile_io.cuh"
 
 namespace rss::detail::backward::two_pass {

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "rss/api/launch_info.hpp"
+#include "rss/launch_info.hpp"
 #include "rss/detail/cuda_status.cuh"
 
 namespace rss::detail {

@@ -1,6 +1,7 @@
 #pragma once
 // Storage types and their conversion to the fp32 compute type. Phases are written against
-// StorageTraits<T>, so bf16 and fp16 plug in without touching them.
+// StorageTraits<T>, so bf16 and fp16 plug in without touching them. A new storage type is a
+// specialisation here plus its row in rss/types.hpp's dtype table.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -9,7 +10,17 @@
 namespace rss::detail {
 
 template <class T>
-struct StorageTraits;  // undefined: an unsupported storage type is a compile error
+inline constexpr bool always_false = false;
+
+/// An unsupported storage type stops the build here, with one message; the members keep the rest of
+/// the instantiation quiet.
+template <class T>
+struct StorageTraits {
+  static_assert(always_false<T>, "rss: unsupported storage type; use float, __nv_bfloat16 or __half");
+  static constexpr DType dtype = DType::fp32;
+  __host__ __device__ static float to_float(T) { return 0.0f; }
+  __host__ __device__ static T from_float(float) { return T{}; }
+};
 
 template <>
 struct StorageTraits<float> {
@@ -37,3 +48,9 @@ template <class T>
 inline constexpr int vector_width = 16 / static_cast<int>(sizeof(T));
 
 }  // namespace rss::detail
+
+namespace rss {
+/// The DType of a storage type: float, __nv_bfloat16 or __half.
+template <class T>
+inline constexpr DType dtype_of = detail::StorageTraits<T>::dtype;
+}  // namespace rss

@@ -38,11 +38,12 @@ struct BlockExpSum {
     return AllReduce::all_reduce(acc, SumFloat{}, storage);  // its barrier also publishes tile[]
   }
 
-  /// Combines `count` partial sums written by other blocks, returned to every thread.
+  /// Combines `count` partial sums written by other blocks, returned to every thread. Each thread's
+  /// running sum is a double: one row can have hundreds of thousands of partials.
   __device__ static float combine(const float* partials, int count, TempStorage& storage) {
-    float acc = 0.0f;
+    double acc = 0.0;
     for (int i = static_cast<int>(threadIdx.x); i < count; i += Threads) acc += __ldcg(&partials[i]);
-    return AllReduce::all_reduce(acc, SumFloat{}, storage);
+    return AllReduce::all_reduce(static_cast<float>(acc), SumFloat{}, storage);
   }
 };
 

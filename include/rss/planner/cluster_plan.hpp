@@ -12,35 +12,17 @@
 // are looped over by the same clusters.
 #include <cstdint>
 
+#include "rss/device_info.hpp"
 #include "rss/status.hpp"
+#include "rss/strategy.hpp"
 #include "rss/types.hpp"
 
 namespace rss {
-
-/// A kernel configuration of cluster_row.
-struct ClusterConfig {
-  int threads = 0;           // threads per block
-  int elems_per_thread = 0;  // row elements each thread keeps in registers
-  int cluster_size = 0;      // blocks per cluster, one cluster per row
-
-  friend constexpr bool operator==(const ClusterConfig& a, const ClusterConfig& b) noexcept {
-    return a.threads == b.threads && a.elems_per_thread == b.elems_per_thread && a.cluster_size == b.cluster_size;
-  }
-};
 
 /// The configurations the library instantiates (threads x elems_per_thread; any cluster size up to the
 /// device's limit). elems_per_thread must also hold whole 16-byte vectors: 4 is fp32 only.
 inline constexpr int cluster_row_threads[] = {256, 512};
 inline constexpr int cluster_row_elems[] = {4, 8, 16, 32};
-
-/// What the planner needs to know about the device.
-struct ClusterLimits {
-  int sm_count = 0;
-  int max_cluster_size = 0;  // 16 on Hopper (non-portable sizes allowed), 8 portable, 0 without clusters
-};
-
-/// Hopper (H100, H200): clusters of up to 16 blocks.
-constexpr ClusterLimits hopper_cluster_limits(int sm_count = 132) noexcept { return {sm_count, 16}; }
 
 struct ClusterPlan {
   std::int64_t rows = 0;
@@ -102,7 +84,7 @@ constexpr ClusterConfig default_cluster_config(std::int64_t cols, DType dtype, i
 /// or a caller; it is used when it fits the row, else the default is. Returns null_pointer,
 /// negative_size, size_overflow, unsupported_device (no clusters) or not_admissible (the row is longer
 /// than the largest cluster holds); *out is untouched on failure.
-inline Status plan_cluster_row(const ClusterLimits& limits, std::int64_t rows, std::int64_t cols, DType dtype,
+inline Status plan_cluster_row(const DeviceInfo& device, std::int64_t rows, std::int64_t cols, DType dtype,
                                const ClusterConfig* preferred, ClusterPlan* out) noexcept {
   if (out == nullptr) return Status::null_pointer;
   if (rows < 0 || cols < 0) return Status::negative_size;
@@ -114,9 +96,9 @@ inline Status plan_cluster_row(const ClusterLimits& limits, std::int64_t rows, s
     *out = plan;
     return Status::success;
   }
-  if (limits.max_cluster_size < 1 || limits.sm_count < 1) return Status::unsupported_device;
-  ClusterConfig c = default_cluster_config(cols, dtype, limits.max_cluster_size);
-  if (preferred != nullptr && cluster_config_fits(*preferred, cols, dtype, limits.max_cluster_size)) c = *preferred;
+  if (device.max_cluster_size < 1 || device.sm_count < 1) return Status::unsupported_device;
+  ClusterConfig c = default_cluster_config(cols, dtype, device.max_cluster_size);
+  if (preferred != nullptr && cluster_config_fits(*preferred, cols, dtype, device.max_cluster_size)) c = *preferred;
   if (c.cluster_size == 0) return Status::not_admissible;
   plan.config = c;
   plan.chunk_elems = detail::cluster_chunk(cols, c.cluster_size);

@@ -1,7 +1,7 @@
 #pragma once
 // Host planner for the cooperative megakernels (megakernel_grid, megakernel_row): tile geometry,
 // residency admission, launch splitting and eviction. Pure host C++: no CUDA headers, no allocation,
-// no exceptions, no printing; testable from a DeviceDesc and an occupancy model.
+// no exceptions, no printing; testable from a DeviceInfo and an occupancy model.
 //
 // Kernel contract (the device code is written to exactly this):
 //  - A row of `cols` elements is cut into tiles of `tile_elems` elements (a multiple of 8; the last tile
@@ -35,9 +35,9 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <rss/planner/device_desc.hpp>
-#include <rss/status.hpp>
-#include <rss/types.hpp>
+#include "rss/device_info.hpp"
+#include "rss/status.hpp"
+#include "rss/types.hpp"
 
 namespace rss {
 
@@ -111,7 +111,7 @@ constexpr std::int64_t max_i64(std::int64_t a, std::int64_t b) noexcept { return
 /// The largest tile (elements, multiple of 8) whose block fits the opt-in per-block limit and lets
 /// `target` blocks share one SM's shared memory, each also paying the reserved per-block bytes.
 /// 0 when not even one 8-element tile fits.
-inline std::int64_t max_tile_for_target(const DeviceDesc& d, std::size_t static_bytes, int target) noexcept {
+inline std::int64_t max_tile_for_target(const DeviceInfo& d, std::size_t static_bytes, int target) noexcept {
   if (static_bytes >= d.shared_per_block_optin) return 0;
   std::size_t budget = d.shared_per_block_optin - static_bytes;
   const std::size_t sm_share = d.shared_per_sm / static_cast<std::size_t>(target);
@@ -123,7 +123,7 @@ inline std::int64_t max_tile_for_target(const DeviceDesc& d, std::size_t static_
 }
 
 /// Clamps an occupancy answer: negative means "does not launch"; the budget must fit an int grid.
-inline std::int64_t resident_for(const DeviceDesc& d, int blocks_per_sm) noexcept {
+inline std::int64_t resident_for(const DeviceInfo& d, int blocks_per_sm) noexcept {
   if (blocks_per_sm <= 0) return 0;
   const std::int64_t r = static_cast<std::int64_t>(blocks_per_sm) * d.sm_count;
   return r > INT_MAX ? INT_MAX : r;
@@ -149,7 +149,7 @@ inline void fill_plan(MegakernelPlan* p, const MegakernelRequest& req, std::int6
 /// The best plan whose tiles are at most `max_tile` elements, admitted at the occupancy answered for
 /// that tile; false when the kernel does not launch with it.
 template <class Occupancy>
-bool plan_for_max_tile(const DeviceDesc& d, const MegakernelRequest& req, std::int64_t max_tile,
+bool plan_for_max_tile(const DeviceInfo& d, const MegakernelRequest& req, std::int64_t max_tile,
                        Occupancy& occupancy, MegakernelPlan* p) noexcept {
   const int level_bps = occupancy(static_cast<std::size_t>(max_tile) * kRetainedElemBytes);
   const std::int64_t resident = resident_for(d, level_bps);
@@ -229,7 +229,7 @@ inline bool better_plan(const MegakernelPlan& a, const MegakernelPlan& b) noexce
 /// *out is left untouched on failure. rows == 0 or cols == 0 is success with launch_count 0, whatever
 /// the device: nothing is launched.
 template <class Occupancy>
-Status plan_megakernel(const DeviceDesc& d, const MegakernelRequest& req, Occupancy&& occupancy,
+Status plan_megakernel(const DeviceInfo& d, const MegakernelRequest& req, Occupancy&& occupancy,
                        MegakernelPlan* out) noexcept {
   if (const Status s = detail::check_request(req, out); !ok(s)) return s;
   if (req.rows == 0 || req.cols == 0) {
@@ -268,7 +268,7 @@ Status plan_megakernel(const DeviceDesc& d, const MegakernelRequest& req, Occupa
 /// preference: no eviction, then the most resident blocks, then the larger tile. Same statuses as
 /// plan_megakernel, except that cooperative launch is not needed.
 template <class Occupancy>
-Status plan_block_row(const DeviceDesc& d, const MegakernelRequest& req, Occupancy&& occupancy,
+Status plan_block_row(const DeviceInfo& d, const MegakernelRequest& req, Occupancy&& occupancy,
                       MegakernelPlan* out) noexcept {
   if (const Status s = detail::check_request(req, out); !ok(s)) return s;
   MegakernelPlan best = detail::empty_plan(req);

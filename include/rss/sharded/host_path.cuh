@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "rss/detail/launch.cuh"
-#include "rss/detail/workspace.hpp"
+#include "rss/workspace.hpp"
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/normalize.cuh"
 #include "rss/phases/row_stats.cuh"

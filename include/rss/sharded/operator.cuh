@@ -28,7 +28,7 @@
 #include "rss/detail/cuda_status.cuh"
 #include "rss/detail/launch.cuh"
 #include "rss/detail/storage.cuh"
-#include "rss/detail/workspace.hpp"
+#include "rss/workspace.hpp"
 #include "rss/device.cuh"
 #include "rss/launch_info.hpp"
 #include "rss/sharded/device_path.cuh"
@@ -282,7 +282,7 @@ class ShardedOperator {
     // One NCCL allocation, one symmetric window: [device exchange slots][host all-gather buffers].
     const DeviceWindowLayout wl =
         path_ == ShardedPath::nccl_device ? device_window_layout(device_plan_.grid_blocks, world) : DeviceWindowLayout{};
-    detail::WorkspaceCarver carver;
+    WorkspaceCarver carver;
     (void)carver.take<unsigned char>(wl.bytes);
     (void)HostBuffers::carve(carver, rows, host_.geometry.chunks, world);
     if (carver.overflowed()) return Status::size_overflow;
@@ -292,7 +292,7 @@ class ShardedOperator {
     if (!all_ranks(table, &RankShape::local_status)) return Status::cuda_error;
     RSS_TRY(detail::from_cuda(cudaMemsetAsync(memory_, 0, bytes, stream)));
     RSS_TRY_NCCL(ncclCommWindowRegister(comm, memory_, bytes, &window_, NCCL_WIN_COLL_SYMMETRIC));
-    detail::WorkspaceCarver layout(memory_);
+    WorkspaceCarver layout(memory_);
     (void)layout.take<unsigned char>(wl.bytes);
     host_.buffers = HostBuffers::carve(layout, rows, host_.geometry.chunks, world);
 

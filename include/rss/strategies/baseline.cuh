@@ -5,18 +5,15 @@
 // It reads and writes far more bytes than necessary on purpose: it is the reference point.
 #include <cstdint>
 
-#include "rss/api/launch_info.hpp"
-#include "rss/api/validate.hpp"
-#include "rss/detail/device.cuh"
 #include "rss/detail/launch.cuh"
 #include "rss/detail/storage.cuh"
-#include "rss/detail/workspace.hpp"
+#include "rss/workspace.hpp"
 #include "rss/phases/block_reduce.cuh"
-#include "rss/phases/exp_sum.cuh"
 #include "rss/phases/row_stats.cuh"
+#include "rss/strategies/call.cuh"
 
-namespace rss {
-namespace detail::baseline {
+namespace rss::detail {
+namespace baseline {
 
 inline constexpr int threads = 256;
 
@@ -91,12 +88,14 @@ struct SumDouble {
   __device__ double operator()(double a, double b) const { return a + b; }
 };
 
-template <class T>  // T: the storage type of the call (one instantiation per baseline)
+// The kernels that never touch x or y are templates only so that a header can define them (one
+// instantiation, whatever the storage type).
+template <class = void>
 __global__ void row_mean(const double* sq, double* mean_sq, std::int64_t rows, std::int64_t cols) {
   reduce_rows(sq, mean_sq, rows, cols, cols, 0.0, SumDouble{}, 1.0 / static_cast<double>(cols));
 }
 
-template <class T>  // T: the storage type of the call (one instantiation per baseline)
+template <class = void>
 __global__ void inverse_rms(const double* mean_sq, float* inv_rms, std::int64_t rows) {
   RSS_GRID_STRIDE(i, rows) inv_rms[i] = static_cast<float>(1.0 / sqrt(mean_sq[i] + static_cast<double>(rms_epsilon)));
 }
@@ -113,17 +112,17 @@ __global__ void shift(const T* x, const float* max, double* out, std::int64_t n,
   }
 }
 
-template <class T>  // T: the storage type of the call (one instantiation per baseline)
+template <class = void>
 __global__ void scale(const double* shifted, const float* inv_rms, float* out, std::int64_t n, std::int64_t cols) {
   RSS_GRID_STRIDE(k, n) out[k] = static_cast<float>(inv_rms[k / cols] * shifted[k]);
 }
 
-template <class T>  // T: the storage type of the call (one instantiation per baseline)
+template <class = void>
 __global__ void exponential(const float* in, float* out, std::int64_t n) {
   RSS_GRID_STRIDE(k, n) out[k] = expf(in[k]);
 }
 
-template <class T>  // T: the storage type of the call (one instantiation per baseline)
+template <class = void>
 __global__ void row_sum(const float* e, float* sum, std::int64_t rows, std::int64_t cols) {
   reduce_rows(e, sum, rows, cols, cols, 0.0, SumDouble{}, 1.0);
 }
@@ -135,9 +134,9 @@ __global__ void divide(const float* e, const float* sum, T* y, std::int64_t n, s
 
 #undef RSS_GRID_STRIDE
 
-/// Issues the nine kernels. Arguments are already validated and rows * cols > 0.
+/// Issues the nine kernels of a validated, non-empty call.
 template <class T>
-Status launch(const T* x, T* y, const Layout& l, void* workspace, const Launcher& launch) {
+Status launch_nine(const T* x, T* y, const Layout& l, void* workspace, const Launcher& launch) {
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, l.rows, l.cols);
   const std::int64_t rows = l.rows, cols = l.cols, n = rows * cols;
@@ -147,37 +146,37 @@ Status launch(const T* x, T* y, const Layout& l, void* workspace, const Launcher
   const unsigned rows_grid = grid_for((rows + threads - 1) / threads);
 
   RSS_TRY(launch("baseline::square", square<T>, elementwise_grid, threads, 0, false, 0, x, w.wide, n, cols, l.ld_x));
-  RSS_TRY(launch("baseline::row_mean", row_mean<T>, row_grid, threads, 0, false, 0, w.wide, w.mean_sq, rows, cols));
-  RSS_TRY(launch("baseline::inverse_rms", inverse_rms<T>, rows_grid, threads, 0, false, 0, w.mean_sq, w.inv_rms, rows));
+  RSS_TRY(launch("baseline::row_mean", row_mean<>, row_grid, threads, 0, false, 0, w.wide, w.mean_sq, rows, cols));
+  RSS_TRY(launch("baseline::inverse_rms", inverse_rms<>, rows_grid, threads, 0, false, 0, w.mean_sq, w.inv_rms, rows));
   RSS_TRY(launch("baseline::row_max", row_max<T>, row_grid, threads, 0, false, 0, x, w.max, rows, cols, l.ld_x));
   RSS_TRY(launch("baseline::shift", shift<T>, elementwise_grid, threads, 0, false, 0, x, w.max, w.wide, n, cols, l.ld_x));
-  RSS_TRY(launch("baseline::scale", scale<T>, elementwise_grid, threads, 0, false, 0, w.wide, w.inv_rms, w.scaled, n, cols));
-  RSS_TRY(launch("baseline::exp", exponential<T>, elementwise_grid, threads, 0, false, 0, w.scaled, w.exps(), n));
-  RSS_TRY(launch("baseline::row_sum", row_sum<T>, row_grid, threads, 0, false, 0, w.exps(), w.sum, rows, cols));
+  RSS_TRY(launch("baseline::scale", scale<>, elementwise_grid, threads, 0, false, 0, w.wide, w.inv_rms, w.scaled, n, cols));
+  RSS_TRY(launch("baseline::exp", exponential<>, elementwise_grid, threads, 0, false, 0, w.scaled, w.exps(), n));
+  RSS_TRY(launch("baseline::row_sum", row_sum<>, row_grid, threads, 0, false, 0, w.exps(), w.sum, rows, cols));
   return launch("baseline::divide", divide<T>, elementwise_grid, threads, 0, false, 0, w.exps(), w.sum, y, n, cols,
                 l.ld_y);
 }
 
-}  // namespace detail::baseline
+}  // namespace baseline
 
-/// Workspace bytes `baseline` (and `baseline_graph`) need for a rows x cols problem of T.
-template <class T>
-Status baseline_workspace_bytes(std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
-  if (bytes == nullptr) return Status::null_pointer;
-  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
-  return detail::carved_bytes<detail::baseline::Workspace>(bytes, rows, cols);
-}
+/// Strategy `baseline`: nine kernels with full-size intermediates.
+struct Baseline : NothingToPrepare {
+  static constexpr Strategy id = Strategy::baseline;
+  template <class T>
+  struct Plan {};
 
-/// rms_scaled_softmax as nine kernels with full-size intermediates (strategy `baseline`).
-/// Workspace: at least baseline_workspace_bytes() bytes. Asynchronous on `stream`; never synchronises.
-template <class T>
-Status baseline(const T* x, T* y, const Layout& layout, void* workspace, std::size_t workspace_bytes,
-                cudaStream_t stream = nullptr) noexcept {
-  std::size_t required = 0;
-  RSS_TRY(baseline_workspace_bytes<T>(layout.rows, layout.cols, &required));
-  RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
-  if (layout.empty()) return Status::success;
-  return detail::baseline::launch(x, y, layout, workspace, detail::Launcher{stream});
-}
+  template <class T>
+  static Status workspace_bytes(std::int64_t rows, std::int64_t cols, const DeviceInfo&, std::size_t* bytes) noexcept {
+    return carved_bytes<baseline::Workspace>(bytes, rows, cols);
+  }
+  template <class T>
+  static Status make_plan(const Call<T>&, const DeviceInfo&, const Config&, Plan<T>*) noexcept {
+    return Status::success;
+  }
+  template <class T>
+  static Status launch(const Plan<T>&, const Call<T>& c, const Launcher& launcher) noexcept {
+    return baseline::launch_nine(c.x, c.y, c.layout, c.workspace, launcher);
+  }
+};
 
-}  // namespace rss
+}  // namespace rss::detail

@@ -1,116 +1,146 @@
 #pragma once
-// Strategy `baseline_graph`: the nine baseline kernels captured once into a CUDA Graph,
-// instantiated once and replayed. A graph separates the definition of the work from its replay
-// (one host launch instead of nine); it does not fuse the kernels, which stay nine nodes.
+// Strategy `baseline_graph`: the nine baseline kernels captured once into a CUDA Graph, instantiated
+// once and replayed. A graph separates the definition of the work from its replay (one host launch
+// instead of nine); it does not fuse the kernels, which stay nine nodes.
+//
+// Inside someone else's stream capture it stays out of the way: the graph is captured on a private
+// stream with this thread's capture mode relaxed (instantiation is otherwise refused while the
+// caller captures), and a run on a capturing stream issues the nine kernels into the caller's capture
+// instead of launching the graph (a graph launch cannot be captured).
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "rss/strategies/baseline.cuh"
 
-namespace rss {
+namespace rss::detail {
+namespace baseline_graph {
 
-/// Owns one captured and instantiated graph of the baseline for fixed pointers and shape.
-///   BaselineGraph<float> graph;
-///   graph.capture(x, y, rss::Layout::contiguous(rows, cols), workspace, bytes);   // once
-///   graph.replay(stream);                                 // many times
-template <class T>
-class BaselineGraph {
+/// One captured and instantiated graph; shared by copies of a plan, released with the last.
+class Graph {
  public:
-  BaselineGraph() = default;
-  BaselineGraph(const BaselineGraph&) = delete;
-  BaselineGraph& operator=(const BaselineGraph&) = delete;
-  BaselineGraph(BaselineGraph&& other) noexcept { *this = static_cast<BaselineGraph&&>(other); }
-  BaselineGraph& operator=(BaselineGraph&& other) noexcept {
-    if (this != &other) {
-      reset();
-      graph_ = other.graph_;
-      exec_ = other.exec_;
-      other.graph_ = nullptr;
-      other.exec_ = nullptr;
-    }
-    return *this;
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);  // in-flight replays finish first
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
   }
-  ~BaselineGraph() { reset(); }
 
-  /// Captures the nine kernels for these arguments (validated as `baseline` validates them) on a
-  /// private stream and instantiates the graph. A rows == 0 or cols == 0 problem captures nothing.
-  Status capture(const T* x, T* y, const Layout& layout, void* workspace, std::size_t workspace_bytes) noexcept {
-    std::size_t required = 0;
-    RSS_TRY(baseline_workspace_bytes<T>(layout.rows, layout.cols, &required));
-    RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
-    reset();
-    if (layout.empty()) return Status::success;
+  template <class T>
+  Status capture(const Call<T>& c) noexcept {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    RSS_TRY(from_cuda(cudaThreadExchangeStreamCaptureMode(&mode)));
+    const Status s = capture_relaxed(c);
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);  // back to the caller's mode
+    return s;
+  }
 
-    cudaStream_t capture_stream = nullptr;
-    RSS_TRY(detail::from_cuda(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking)));
-    Status s = detail::from_cuda(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
+  cudaGraphExec_t exec() const noexcept { return exec_; }
+
+  /// Kernel nodes in the captured graph (read from the graph itself, not counted by hand).
+  Status kernel_node_count(int* count) const noexcept {
+    std::size_t n = 0;
+    RSS_TRY(from_cuda(cudaGraphGetNodes(graph_, nullptr, &n)));
+    constexpr std::size_t max_nodes = 64;
+    if (n > max_nodes) return Status::invalid_strategy;
+    cudaGraphNode_t nodes[max_nodes];
+    RSS_TRY(from_cuda(cudaGraphGetNodes(graph_, nodes, &n)));
+    int kernels = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      cudaGraphNodeType type{};
+      RSS_TRY(from_cuda(cudaGraphNodeGetType(nodes[i], &type)));
+      if (type == cudaGraphNodeTypeKernel) ++kernels;
+    }
+    *count = kernels;
+    return Status::success;
+  }
+
+ private:
+  template <class T>
+  Status capture_relaxed(const Call<T>& c) noexcept {
+    cudaStream_t stream = nullptr;
+    RSS_TRY(from_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
+    Status s = from_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
     if (ok(s)) {
-      const Status launched = detail::baseline::launch(x, y, layout, workspace, detail::Launcher{capture_stream});
+      const Status launched = baseline::launch_nine(c.x, c.y, c.layout, c.workspace, Launcher{stream});
       cudaGraph_t graph = nullptr;
-      s = detail::from_cuda(cudaStreamEndCapture(capture_stream, &graph));  // always ends the capture
+      s = from_cuda(cudaStreamEndCapture(stream, &graph));  // always ends the capture
       if (!ok(launched)) s = launched;
-      if (ok(s)) s = detail::from_cuda(cudaGraphInstantiate(&exec_, graph, 0));
+      if (ok(s)) s = from_cuda(cudaGraphInstantiate(&exec_, graph, 0));
       if (ok(s)) {
         graph_ = graph;
       } else if (graph != nullptr) {
         cudaGraphDestroy(graph);
       }
     }
-    cudaStreamDestroy(capture_stream);
-    if (!ok(s)) reset();
+    cudaStreamDestroy(stream);
     return s;
-  }
-
-  /// Launches the instantiated graph on `stream`. Asynchronous; never synchronises.
-  Status replay(cudaStream_t stream = nullptr) const noexcept {
-    if (exec_ == nullptr) return Status::success;  // an empty problem was captured
-    RSS_TRY(detail::from_cuda(cudaGraphLaunch(exec_, stream)));
-    return detail::check_launch(stream);
-  }
-
-  /// Kernel nodes in the captured graph (read from the graph itself, not counted by hand).
-  Status kernel_node_count(int* count) const noexcept {
-    if (count == nullptr) return Status::null_pointer;
-    *count = 0;
-    if (graph_ == nullptr) return Status::success;
-    std::size_t n = 0;
-    RSS_TRY(detail::from_cuda(cudaGraphGetNodes(graph_, nullptr, &n)));
-    constexpr std::size_t max_nodes = 64;
-    if (n > max_nodes) return Status::invalid_strategy;
-    cudaGraphNode_t nodes[max_nodes];
-    RSS_TRY(detail::from_cuda(cudaGraphGetNodes(graph_, nodes, &n)));
-    for (std::size_t i = 0; i < n; ++i) {
-      cudaGraphNodeType type{};
-      RSS_TRY(detail::from_cuda(cudaGraphNodeGetType(nodes[i], &type)));
-      if (type == cudaGraphNodeTypeKernel) ++*count;
-    }
-    return Status::success;
-  }
-
-  bool captured() const noexcept { return exec_ != nullptr; }
-
- private:
-  void reset() noexcept {
-    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);  // in-flight replays finish first
-    if (graph_ != nullptr) cudaGraphDestroy(graph_);
-    exec_ = nullptr;
-    graph_ = nullptr;
   }
 
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
 };
 
-/// One-call form of `baseline_graph`: captures, instantiates, replays once and releases the graph.
-/// It exists so every strategy has the same call shape; to benefit from a graph, keep a
-/// BaselineGraph and replay it.
-template <class T>
-Status baseline_graph(const T* x, T* y, const Layout& layout, void* workspace, std::size_t workspace_bytes,
-                      cudaStream_t stream = nullptr) noexcept {
-  BaselineGraph<T> graph;
-  RSS_TRY(graph.capture(x, y, layout, workspace, workspace_bytes));
-  return graph.replay(stream);
+/// Whether work issued on `stream` is being captured into a graph (the caller's, not ours).
+inline bool capturing(cudaStream_t stream) noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status == cudaStreamCaptureStatusActive;
 }
 
-}  // namespace rss
+}  // namespace baseline_graph
+
+/// Strategy `baseline_graph`: the nine kernels as one instantiated graph, replayed.
+struct BaselineGraph {
+  static constexpr Strategy id = Strategy::baseline_graph;
+  template <class T>
+  struct Plan {
+    std::shared_ptr<baseline_graph::Graph> graph;  // set by prepare()
+  };
+
+  template <class T>
+  static Status workspace_bytes(std::int64_t rows, std::int64_t cols, const DeviceInfo& d, std::size_t* bytes) noexcept {
+    return Baseline::workspace_bytes<T>(rows, cols, d, bytes);
+  }
+  template <class T>
+  static Status make_plan(const Call<T>&, const DeviceInfo&, const Config&, Plan<T>*) noexcept {
+    return Status::success;
+  }
+  template <class T>
+  static Status prepare(Plan<T>& plan, const Call<T>& c, cudaStream_t) noexcept {
+    std::shared_ptr<baseline_graph::Graph> graph(new (std::nothrow) baseline_graph::Graph);
+    if (graph == nullptr) return Status::cuda_error;  // host allocation failed
+    RSS_TRY(graph->capture(c));
+    plan.graph = std::move(graph);
+    return Status::success;
+  }
+  /// Replays the graph; into a capturing stream, issues its nine kernels instead. A dry run describes
+  /// the nine kernels as one host launch of a graph.
+  template <class T>
+  static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
+    if (launcher.dry_run) {
+      RSS_TRY(baseline::launch_nine(c.x, c.y, c.layout, c.workspace, launcher));
+      if (launcher.record != nullptr) {
+        launcher.record->graph = true;
+        launcher.record->host_launches = 1;
+        int nodes = 0;
+        if (plan.graph != nullptr) RSS_TRY(plan.graph->kernel_node_count(&nodes));
+        launcher.record->graph_kernel_nodes = nodes;
+      }
+      return Status::success;
+    }
+    if (plan.graph == nullptr) return Status::invalid_strategy;  // not prepared
+    if (baseline_graph::capturing(launcher.stream)) {
+      return baseline::launch_nine(c.x, c.y, c.layout, c.workspace, launcher);
+    }
+    RSS_TRY(from_cuda(cudaGraphLaunch(plan.graph->exec(), launcher.stream)));
+    return check_launch(launcher.stream);
+  }
+};
+
+}  // namespace rss::detail

@@ -11,31 +11,26 @@
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
 
-#include "rss/api/launch_info.hpp"
-#include "rss/detail/device.cuh"
 #include "rss/detail/launch.cuh"
+#include "rss/detail/occupancy.cuh"
 #include "rss/detail/storage.cuh"
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/row_stats.cuh"
 #include "rss/phases/tile_io.cuh"
 #include "rss/planner/cluster_plan.hpp"
+#include "rss/strategies/call.cuh"
 #include "rss/sync/cluster_reduce.cuh"
 
-namespace rss {
-namespace detail::cluster_row {
+namespace rss::detail {
+namespace cluster_row {
 
-/// The cluster sizes the library launches: up to the portable 8. Hopper's non-portable 16-block
-/// clusters ran in the single-file bench but were refused at launch (cudaErrorInvalidClusterSize,
-/// "cluster misconfiguration") in the multi-file test binary although the attribute was set and
-/// cudaOccupancyMaxActiveClusters admitted them; until that is understood they are not used.
-inline constexpr int launched_cluster_size = 8;
 
 template <class T, int Threads>
 struct SharedState {
   typename cub::BlockReduce<RowStatsPartial, Threads>::TempStorage stats_storage;
   typename cub::BlockReduce<float, Threads>::TempStorage sum_storage;
-  RowStatsPartial stats_slots[launched_cluster_size];  // one per block of the cluster
-  float sum_slots[launched_cluster_size];
+  RowStatsPartial stats_slots[portable_cluster_size];  // one per block of the cluster
+  float sum_slots[portable_cluster_size];
 };
 
 /// How much of a row's bounds and alignment a kernel instantiation must test. The host picks the
@@ -132,6 +127,7 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
 /// blocks' statistics, one their sums of exponentials.
 template <class T, int Threads, int ElemsPerThread, Fit F>
 __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, Layout l, std::int64_t chunk, int cluster_size) {
+#if RSS_CLUSTER_DEVICE_CODE  // rss/sync/cluster_reduce.cuh: sm_90 and later
   __shared__ SharedState<T, Threads> shared;
   namespace cg = cooperative_groups;
   const int rank = cluster_size > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
@@ -142,6 +138,9 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, Layout l, st
     process_row<F, T, Threads, ElemsPerThread>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, l.cols,
                                                cluster_size, start, shared);
   }
+#else
+  __trap();  // never launched: the host admits these kernels only on sm_90 machine code
+#endif
 }
 
 template <class T>
@@ -198,16 +197,6 @@ inline const char* kernel_name(Fit fit) {
   }
 }
 
-inline Status current_cluster_limits(ClusterLimits* limits) {
-  int device = 0;
-  RSS_TRY(current_device(&device));
-  int sms = 0, cluster_launch = 0;
-  RSS_TRY(from_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)));
-  RSS_TRY(from_cuda(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device)));
-  *limits = {sms, cluster_launch != 0 ? launched_cluster_size : 0};
-  return Status::success;
-}
-
 /// Asks the driver whether one cluster of the configuration fits on the device.
 template <class T>
 Status admit_cluster(Kernel<T> kernel, const ClusterConfig& c) noexcept {
@@ -232,101 +221,70 @@ struct Admitted {
   int blocks_per_sm = 0;
 };
 
-/// Plans a shape on the current device for these pointers and admits the kernel that runs it.
 template <class T>
-Status make_plan(const T* x, const T* y, const Layout& layout, const ClusterConfig* preferred, ClusterPlan* plan,
-                 Admitted* admitted) {
-  ClusterLimits limits;
-  RSS_TRY(current_cluster_limits(&limits));
+struct Plan {
+  ClusterPlan geometry{};
+  Admitted admitted{};
+};
+
+/// Plans a shape on device d for these pointers and admits the kernel that runs it.
+template <class T>
+Status make_plan(const T* x, const T* y, const Layout& layout, const DeviceInfo& d, const ClusterConfig* preferred,
+                 Plan<T>* out) {
   ClusterPlan p;
-  RSS_TRY(plan_cluster_row(limits, layout.rows, layout.cols, StorageTraits<T>::dtype, preferred, &p));
+  RSS_TRY(plan_cluster_row(d, layout.rows, layout.cols, dtype_of<T>, preferred, &p));
   Admitted a;
   if (p.grid_blocks > 0) {
     const ClusterConfig& c = p.config;
     a.fit = fit_of(p, x, y, layout);
     const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, a.fit);
     if (k == nullptr) return Status::invalid_strategy;
-    RSS_TRY(from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a.blocks_per_sm, k, c.threads, 0)));
+    KernelFacts facts;
+    RSS_TRY(kernel_facts(k, d, &facts));
+    if (facts.binary_version < 90) return Status::unsupported_device;  // the build has no sm_90 code for it
+    RSS_TRY(blocks_per_sm(k, d, c.threads, 0, &a.blocks_per_sm));
     if (a.blocks_per_sm == 0) return Status::not_admissible;
     if (c.cluster_size > 1) RSS_TRY(admit_cluster<T>(k, c));
   }
-  *plan = p;
-  *admitted = a;
+  out->geometry = p;
+  out->admitted = a;
   return Status::success;
 }
 
 /// Issues (or, dry, describes) the launch of a plan made for the same pointers.
 template <class T>
-Status launch_plan(const ClusterPlan& plan, const Admitted& admitted, const T* x, T* y, const Layout& layout,
-                   Launcher launcher) {
-  if (plan.grid_blocks == 0) return Status::success;
-  const ClusterConfig& c = plan.config;
+Status launch_plan(const Plan<T>& plan, const T* x, T* y, const Layout& layout, Launcher launcher) {
+  const ClusterPlan& g = plan.geometry;
+  if (g.grid_blocks == 0) return Status::success;
+  const ClusterConfig& c = g.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
-  return launcher(kernel_name(admitted.fit), kernel_for<T>(c.threads, c.elems_per_thread, admitted.fit),
-                  static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(c.threads), 0, false,
-                  admitted.blocks_per_sm, x, y, layout, plan.chunk_elems, c.cluster_size);
+  return launcher(kernel_name(plan.admitted.fit), kernel_for<T>(c.threads, c.elems_per_thread, plan.admitted.fit),
+                  static_cast<unsigned>(g.grid_blocks), static_cast<unsigned>(c.threads), 0, false,
+                  plan.admitted.blocks_per_sm, x, y, layout, g.chunk_elems, c.cluster_size);
 }
 
-}  // namespace detail::cluster_row
+}  // namespace cluster_row
 
-/// Strategy cluster_row planned once for fixed arguments and run many times. It needs no workspace.
-///   rss::ClusterRow<float> op;
-///   op.initialize(x, y, rss::Layout::contiguous(rows, cols));   // plans; may take a tuned config
-///   op.run(stream);
-template <class T>
-class ClusterRow {
- public:
-  /// Validates and plans on the current device. `preferred` overrides the default configuration when
-  /// it fits the row (the bench's pilot mode and the tuning tables use it). On any refusal the object
-  /// keeps its previous state.
-  Status initialize(const T* x, T* y, const Layout& layout, const ClusterConfig* preferred = nullptr) noexcept {
-    RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), nullptr, 0, 0));
-    ClusterPlan plan;
-    detail::cluster_row::Admitted admitted;
-    if (!layout.empty()) RSS_TRY(detail::cluster_row::make_plan<T>(x, y, layout, preferred, &plan, &admitted));
-    x_ = x;
-    y_ = y;
-    layout_ = layout;
-    plan_ = plan;
-    admitted_ = admitted;
-    ready_ = true;
+/// Strategy cluster_row: no workspace; the plan depends on the pointers' alignment (which kernel
+/// instantiation may run) and takes a configuration from the caller or the tuning table when it fits.
+struct ClusterRow : NothingToPrepare {
+  static constexpr Strategy id = Strategy::cluster_row;
+  template <class T>
+  using Plan = cluster_row::Plan<T>;
+
+  template <class T>
+  static Status workspace_bytes(std::int64_t, std::int64_t, const DeviceInfo&, std::size_t* bytes) noexcept {
+    *bytes = 0;
     return Status::success;
   }
-
-  /// Issues the launch on `stream`. Asynchronous; never synchronises.
-  Status run(cudaStream_t stream = nullptr) const noexcept {
-    if (!ready_) return Status::invalid_strategy;
-    return detail::cluster_row::launch_plan(plan_, admitted_, x_, y_, layout_, detail::Launcher{stream});
+  template <class T>
+  static Status make_plan(const Call<T>& c, const DeviceInfo& d, const Config& config, Plan<T>* plan) noexcept {
+    return cluster_row::make_plan<T>(c.x, c.y, c.layout, d, config.cluster.empty() ? nullptr : &config.cluster, plan);
   }
-
-  /// The launch run() makes, without making it.
-  Status describe(LaunchList* out) const noexcept {
-    if (out == nullptr) return Status::null_pointer;
-    if (!ready_) return Status::invalid_strategy;
-    LaunchList list;
-    RSS_TRY(detail::cluster_row::launch_plan(plan_, admitted_, x_, y_, layout_,
-                                             detail::Launcher{nullptr, &list, true}));
-    *out = list;
-    return Status::success;
+  template <class T>
+  static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
+    return cluster_row::launch_plan(plan, c.x, c.y, c.layout, launcher);
   }
-
-  const ClusterPlan& plan() const noexcept { return plan_; }
-
- private:
-  const T* x_ = nullptr;
-  T* y_ = nullptr;
-  Layout layout_{};
-  ClusterPlan plan_{};
-  detail::cluster_row::Admitted admitted_{};
-  bool ready_ = false;
 };
 
-/// One-call form of cluster_row: plans and launches.
-template <class T>
-Status cluster_row(const T* x, T* y, const Layout& layout, cudaStream_t stream = nullptr) noexcept {
-  ClusterRow<T> op;
-  RSS_TRY(op.initialize(x, y, layout));
-  return op.run(stream);
-}
-
-}  // namespace rss
+}  // namespace rss::detail

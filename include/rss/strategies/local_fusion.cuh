@@ -5,16 +5,15 @@
 // statistics and sums meet in a small workspace buffer, so one very long row still fills the GPU.
 #include <cstdint>
 
-#include "rss/api/validate.hpp"
-#include "rss/detail/device.cuh"
 #include "rss/detail/launch.cuh"
-#include "rss/detail/workspace.hpp"
+#include "rss/workspace.hpp"
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/normalize.cuh"
 #include "rss/phases/row_stats.cuh"
+#include "rss/strategies/call.cuh"
 
-namespace rss {
-namespace detail::local_fusion {
+namespace rss::detail {
+namespace local_fusion {
 
 inline constexpr int threads = 512;
 /// A chunk below this is not worth a block of its own: per-block overhead would dominate.
@@ -100,10 +99,9 @@ __global__ void __launch_bounds__(threads) normalize(const T* x, T* y, Layout l,
 }
 
 template <class T>
-Status launch(const T* x, T* y, const Layout& l, void* workspace, int sm_count, const Launcher& launch) {
+Status launch(const T* x, T* y, const Layout& l, void* workspace, Geometry g, const Launcher& launch) {
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, l.rows, l.cols);
-  const Geometry g = geometry(l.rows, l.cols, sm_count);
   const unsigned grid = grid_for(l.rows * g.chunks);
   RSS_TRY(launch("local_fusion::stats", stats<T>, grid, threads, 0, false, 0, x, l, g, w.stats));
   RSS_TRY(launch("local_fusion::exp_sum", exp_sum<T>, grid, threads, 0, false, 0, x, l, g,
@@ -112,28 +110,30 @@ Status launch(const T* x, T* y, const Layout& l, void* workspace, int sm_count, 
                 static_cast<const RowStatsPartial*>(w.stats), static_cast<const float*>(w.sums));
 }
 
-}  // namespace detail::local_fusion
+}  // namespace local_fusion
 
-/// Workspace bytes `local_fusion` needs for a rows x cols problem of T (independent of the device).
-template <class T>
-Status local_fusion_workspace_bytes(std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
-  if (bytes == nullptr) return Status::null_pointer;
-  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
-  return detail::carved_bytes<detail::local_fusion::Workspace>(bytes, rows, cols);
-}
+/// Strategy `local_fusion`: statistics, exponential sums, normalisation as three kernels. The
+/// workspace size does not depend on the device; the chunking does (read once, at planning).
+struct LocalFusion : NothingToPrepare {
+  static constexpr Strategy id = Strategy::local_fusion;
+  template <class T>
+  struct Plan {
+    local_fusion::Geometry geometry{};
+  };
 
-/// rms_scaled_softmax as three kernels: statistics, exponential sums, normalisation (strategy
-/// `local_fusion`). Asynchronous on `stream`; never synchronises.
-template <class T>
-Status local_fusion(const T* x, T* y, const Layout& layout, void* workspace, std::size_t workspace_bytes,
-                    cudaStream_t stream = nullptr) noexcept {
-  std::size_t required = 0;
-  RSS_TRY(local_fusion_workspace_bytes<T>(layout.rows, layout.cols, &required));
-  RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
-  if (layout.empty()) return Status::success;
-  int sm_count = 0;
-  RSS_TRY(detail::current_sm_count(&sm_count));
-  return detail::local_fusion::launch(x, y, layout, workspace, sm_count, detail::Launcher{stream});
-}
+  template <class T>
+  static Status workspace_bytes(std::int64_t rows, std::int64_t cols, const DeviceInfo&, std::size_t* bytes) noexcept {
+    return carved_bytes<local_fusion::Workspace>(bytes, rows, cols);
+  }
+  template <class T>
+  static Status make_plan(const Call<T>& c, const DeviceInfo& d, const Config&, Plan<T>* plan) noexcept {
+    plan->geometry = local_fusion::geometry(c.layout.rows, c.layout.cols, d.sm_count);
+    return Status::success;
+  }
+  template <class T>
+  static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
+    return local_fusion::launch(c.x, c.y, c.layout, c.workspace, plan.geometry, launcher);
+  }
+};
 
-}  // namespace rss
+}  // namespace rss::detail

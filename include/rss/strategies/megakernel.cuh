@@ -1,36 +1,39 @@
 #pragma once
-// Strategies megakernel_grid and megakernel_row, and their two controls: one cooperative launch per
-// admitted batch of rows runs all three phases. Each block retains its first tile of the row in
+// Strategies megakernel_grid, megakernel_row and block_row, and the megakernel's two controls: one
+// cooperative launch per admitted batch of rows runs all three phases. Each block retains its first tile of the row in
 // dynamic shared memory from phase 1 to phase 3, so x is read once and y written once; only small
 // per-block partials cross blocks, through the workspace. The planner (rss/planner) decides the
 // geometry and admits only co-resident grids, which both barriers need to terminate.
 //
 //   megakernel_grid          grid-wide barrier between phases, exps retained
 //   megakernel_row           row-scoped barrier (only a row's blocks wait for each other), exps retained
-//   control_no_retention     megakernel_grid whose phases 2 and 3 re-read x and recompute exps
-//   control_ordinary_launch  the three phases as three ordinary launches per batch (nothing retained)
+//   controls of megakernel_grid (rss::MegakernelControl):
+//     no_retention           phases 2 and 3 re-read x and recompute exps
+//     ordinary_launch        the three phases as three ordinary launches per batch (nothing retained)
 //   block_row                one block per row (its row retained in shared memory), one ordinary launch
 //                            whose persistent grid loops over the rows: no barrier, no co-residency need
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "rss/api/launch_info.hpp"
-#include "rss/api/validate.hpp"
-#include "rss/detail/device.cuh"
+#include <atomic>
+#include <memory>
+#include <new>
+
 #include "rss/detail/launch.cuh"
+#include "rss/detail/occupancy.cuh"
 #include "rss/detail/storage.cuh"
-#include "rss/detail/workspace.hpp"
+#include "rss/workspace.hpp"
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/normalize.cuh"
 #include "rss/phases/row_stats.cuh"
-#include "rss/planner/device_desc.hpp"
 #include "rss/planner/megakernel_plan.hpp"
+#include "rss/strategies/call.cuh"
 #include "rss/sync/grid_barrier.cuh"
 #include "rss/sync/row_barrier.cuh"
 
-namespace rss {
-namespace detail::megakernel {
+namespace rss::detail {
+namespace megakernel {
 
 inline constexpr int threads = 512;
 
@@ -95,7 +98,7 @@ __global__ void __launch_bounds__(threads) kernel(const T* x, T* y, Params p,
     if (!row_in_block) row_stats = BlockRowStats<threads>::combine(group_stats, bpr, storage.stats);
     const RowScale scale = make_row_scale(row_stats, p.cols);
 
-    float sum = 0.0f;
+    double sum = 0.0;  // a row may have tens of thousands of tiles per block (block_row): sum them wide
     if (first_phase <= 2) {
       for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
         if (Retain && t == k) {
@@ -105,13 +108,13 @@ __global__ void __launch_bounds__(threads) kernel(const T* x, T* y, Params p,
         }
       }
       if (!row_in_block) {
-        if (threadIdx.x == 0) group_sums[k] = sum;
+        if (threadIdx.x == 0) group_sums[k] = static_cast<float>(sum);
         if (last_phase == 2) continue;
         barrier();
       }
     }
     if (!row_in_block) sum = BlockExpSum<threads>::combine(group_sums, bpr, storage.sum);
-    const float inv_sum = 1.0f / sum;
+    const float inv_sum = static_cast<float>(1.0 / sum);
     for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
       const std::int64_t offset = t * p.tile_elems;
       if (Retain && t == k) {
@@ -130,82 +133,31 @@ struct Variant {
   void (*kernel)(const T*, T*, Params, int, int);
   const char* name;
   bool cooperative;
-  bool three_launches;  // control_ordinary_launch: one ordinary launch per phase
+  bool three_launches;  // MegakernelControl::ordinary_launch: one ordinary launch per phase
 };
 
 template <class T>
-Status variant_of(Strategy s, Variant<T>* v) {
-  switch (s) {
-    case Strategy::megakernel_grid: *v = {kernel<T, Sync::grid, true>, "megakernel::grid", true, false}; break;
-    case Strategy::megakernel_row: *v = {kernel<T, Sync::row, true>, "megakernel::row", true, false}; break;
-    case Strategy::control_no_retention:
-      *v = {kernel<T, Sync::grid, false>, "megakernel::grid_no_retention", true, false};
-      break;
-    case Strategy::control_ordinary_launch:
-      *v = {kernel<T, Sync::none, false>, "megakernel::phase", false, true};
-      break;
-    case Strategy::block_row: *v = {kernel<T, Sync::none, true>, "megakernel::block_row", false, false}; break;
-    default: return Status::invalid_strategy;
+Status variant_of(Strategy s, MegakernelControl control, Variant<T>* v) {
+  if (control != MegakernelControl::none && s != Strategy::megakernel_grid) return Status::invalid_strategy;
+  if (s == Strategy::megakernel_row) {
+    *v = {kernel<T, Sync::row, true>, "megakernel::row", true, false};
+  } else if (s == Strategy::block_row) {
+    *v = {kernel<T, Sync::none, true>, "megakernel::block_row", false, false};
+  } else if (s != Strategy::megakernel_grid) {
+    return Status::invalid_strategy;
+  } else if (control == MegakernelControl::no_retention) {
+    *v = {kernel<T, Sync::grid, false>, "megakernel::grid_no_retention", true, false};
+  } else if (control == MegakernelControl::ordinary_launch) {
+    *v = {kernel<T, Sync::none, false>, "megakernel::phase", false, true};
+  } else {
+    *v = {kernel<T, Sync::grid, true>, "megakernel::grid", true, false};
   }
   return Status::success;
 }
 
-inline Status current_device_desc(DeviceDesc* d) {
-  int device = 0;
-  RSS_TRY(current_device(&device));
-  int v = 0;
-  const auto get = [&](cudaDeviceAttr a) { return from_cuda(cudaDeviceGetAttribute(&v, a, device)); };
-  RSS_TRY(get(cudaDevAttrMultiProcessorCount)); d->sm_count = v;
-  RSS_TRY(get(cudaDevAttrMaxSharedMemoryPerBlockOptin)); d->shared_per_block_optin = static_cast<std::size_t>(v);
-  RSS_TRY(get(cudaDevAttrMaxSharedMemoryPerMultiprocessor)); d->shared_per_sm = static_cast<std::size_t>(v);
-  RSS_TRY(get(cudaDevAttrReservedSharedMemoryPerBlock)); d->reserved_shared_per_block = static_cast<std::size_t>(v);
-  RSS_TRY(get(cudaDevAttrMaxThreadsPerMultiProcessor)); d->max_threads_per_sm = v;
-  RSS_TRY(get(cudaDevAttrMaxBlocksPerMultiprocessor)); d->max_blocks_per_sm = v;
-  RSS_TRY(get(cudaDevAttrMaxRegistersPerMultiprocessor)); d->regs_per_sm = v;
-  RSS_TRY(get(cudaDevAttrCooperativeLaunch)); d->cooperative_launch = v != 0;
-  return Status::success;
-}
-
-/// Plans `strategy` on the current device, asking the driver's occupancy calculator about the very
-/// kernel that will run (its registers and static shared memory included).
-template <class T>
-Status make_plan(Strategy strategy, std::int64_t rows, std::int64_t cols, MegakernelPlan* plan) {
-  Variant<T> v{};
-  RSS_TRY(variant_of<T>(strategy, &v));
-  DeviceDesc desc{};
-  RSS_TRY(current_device_desc(&desc));
-  if (!v.cooperative) desc.cooperative_launch = true;  // ordinary launches need no co-residency guarantee
-  cudaFuncAttributes attributes{};
-  RSS_TRY(from_cuda(cudaFuncGetAttributes(&attributes, v.kernel)));
-  const std::size_t max_dynamic = desc.shared_per_block_optin - attributes.sharedSizeBytes;
-  RSS_TRY(from_cuda(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(max_dynamic))));
-  MegakernelRequest request;
-  request.rows = rows;
-  request.cols = cols;
-  request.dtype = StorageTraits<T>::dtype;
-  request.threads = threads;
-  request.static_shared_bytes = attributes.sharedSizeBytes;
-  Status occupancy_status = Status::success;
-  const auto occupancy = [&](std::size_t dynamic_bytes) -> int {
-    if (dynamic_bytes > max_dynamic) return 0;
-    int blocks = 0;
-    const Status s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, v.kernel, threads, dynamic_bytes));
-    if (!ok(s)) occupancy_status = s;
-    return ok(s) ? blocks : 0;
-  };
-  const Status planned = strategy == Strategy::block_row ? plan_block_row(desc, request, occupancy, plan)
-                                                          : plan_megakernel(desc, request, occupancy, plan);
-  RSS_TRY(occupancy_status);
-  return planned;
-}
-
-/// Upper bound on blocks in one launch: sizes the partial buffers without planning.
-inline Status max_blocks_per_launch(std::int64_t* blocks) {
-  DeviceDesc desc{};
-  RSS_TRY(current_device_desc(&desc));
-  *blocks = static_cast<std::int64_t>(desc.sm_count) * desc.max_blocks_per_sm;
-  return Status::success;
+/// Blocks in one launch at most on device d: sizes the partial buffers without planning.
+inline std::int64_t max_blocks_per_launch(const DeviceInfo& d) {
+  return static_cast<std::int64_t>(d.sm_count) * d.max_blocks_per_sm;
 }
 
 struct Workspace {
@@ -222,147 +174,171 @@ struct Workspace {
   }
 };
 
-/// Issues the launches of `plan`. Arguments are validated; the workspace's barrier states are zero
-/// or were left by a previous call (both are valid states). A launch failing after an earlier one
-/// wrote rows of y returns partial_output (rss::last_cuda_error() keeps the CUDA error).
+/// Orders the zeroing of megakernel_row's barrier counters (queued on the stream of prepare) before
+/// the first run on any other stream. Once the zeroing is seen complete, runs pay nothing.
+class CountersZeroed {
+ public:
+  CountersZeroed() = default;
+  CountersZeroed(const CountersZeroed&) = delete;
+  CountersZeroed& operator=(const CountersZeroed&) = delete;
+  ~CountersZeroed() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+
+  Status zero(void* counters, std::size_t bytes, cudaStream_t stream) noexcept {
+    RSS_TRY(from_cuda(cudaMemsetAsync(counters, 0, bytes, stream)));
+    RSS_TRY(from_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)));
+    RSS_TRY(from_cuda(cudaEventRecord(event_, stream)));
+    stream_ = stream;
+    return Status::success;
+  }
+
+  Status order_before(cudaStream_t stream) const noexcept {
+    if (stream == stream_ || done_.load(std::memory_order_acquire)) return Status::success;
+    const cudaError_t err = cudaEventQuery(event_);
+    if (err == cudaSuccess) {
+      done_.store(true, std::memory_order_release);
+      return Status::success;
+    }
+    if (err != cudaErrorNotReady) return from_cuda(err);
+    (void)cudaGetLastError();
+    return from_cuda(cudaStreamWaitEvent(stream, event_, 0));
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  mutable std::atomic<bool> done_{false};
+};
+
 template <class T>
-Status launch_plan(Strategy strategy, const MegakernelPlan& plan, const T* x, T* y, const Layout& layout,
-                   void* workspace, std::int64_t max_blocks, const Launcher& launch) {
+struct Plan {
+  MegakernelPlan geometry{};
+  Variant<T> variant{};
+  std::int64_t max_blocks = 0;
+  std::shared_ptr<CountersZeroed> counters;  // megakernel_row, once prepared
+};
+
+/// Plans on device d, asking the driver's occupancy calculator about the very kernel that will run
+/// (its registers and static shared memory included).
+template <class T>
+Status make_plan(Strategy strategy, MegakernelControl control, std::int64_t rows, std::int64_t cols,
+                 const DeviceInfo& device, Plan<T>* plan) {
   Variant<T> v{};
-  RSS_TRY(variant_of<T>(strategy, &v));
+  RSS_TRY(variant_of<T>(strategy, control, &v));
+  DeviceInfo d = device;
+  if (!v.cooperative) d.cooperative_launch = true;  // ordinary launches need no co-residency guarantee
+  KernelFacts facts;
+  RSS_TRY(kernel_facts(v.kernel, d, &facts));
+  MegakernelRequest request;
+  request.rows = rows;
+  request.cols = cols;
+  request.dtype = dtype_of<T>;
+  request.threads = threads;
+  request.static_shared_bytes = facts.static_shared;
+  Status occupancy_status = Status::success;
+  const auto occupancy = [&](std::size_t dynamic_bytes) -> int {
+    if (dynamic_bytes > facts.max_dynamic) return 0;
+    int blocks = 0;
+    const Status s = blocks_per_sm(v.kernel, d, threads, dynamic_bytes, &blocks);
+    if (!ok(s)) occupancy_status = s;
+    return ok(s) ? blocks : 0;
+  };
+  MegakernelPlan geometry;
+  const Status planned = strategy == Strategy::block_row ? plan_block_row(d, request, occupancy, &geometry)
+                                                          : plan_megakernel(d, request, occupancy, &geometry);
+  RSS_TRY(occupancy_status);
+  RSS_TRY(planned);
+  plan->geometry = geometry;
+  plan->variant = v;
+  plan->max_blocks = max_blocks_per_launch(device);
+  return Status::success;
+}
+
+/// Issues the launches of a plan. The workspace's barrier states are zero or were left by a previous
+/// call (both are valid states). A launch failing after an earlier one wrote rows of y returns
+/// partial_output (rss::last_cuda_error() keeps the CUDA error).
+template <class T>
+Status launch_plan(const Plan<T>& plan, const T* x, T* y, const Layout& layout, void* workspace,
+                   const Launcher& launch) {
+  const MegakernelPlan& g = plan.geometry;
+  const Variant<T>& v = plan.variant;
   WorkspaceCarver carver(workspace);
-  const Workspace w = Workspace::carve(carver, max_blocks);
-  if (launch.record != nullptr) launch.record->evicted_tiles += plan.evicted_tiles;
+  const Workspace w = Workspace::carve(carver, plan.max_blocks);
+  if (launch.record != nullptr) {
+    launch.record->evicted_tiles += g.evicted_tiles;
+    const std::int64_t kept = static_cast<std::int64_t>(g.blocks_per_row) * g.tile_elems;
+    launch.record->evicted_elements += g.cols > kept ? (g.cols - kept) * g.rows : 0;
+  }
   bool wrote_y = false;
   const auto issue = [&](Status s, bool writes_y) {
     if (!ok(s)) return wrote_y ? Status::partial_output : s;
     wrote_y = wrote_y || writes_y;
     return s;
   };
-  for (std::int64_t i = 0; i < plan.launch_count; ++i) {
-    const MegakernelLaunch l = plan.launch(i);
-    const Params p{plan.cols,          layout.ld_x,         layout.ld_y, l.first_row, l.row_count,
-                   plan.tile_elems,    plan.tiles_per_row,  plan.blocks_per_row,
-                   w.stats,            w.sums,              w.barriers};
+  for (std::int64_t i = 0; i < g.launch_count; ++i) {
+    const MegakernelLaunch l = g.launch(i);
+    const Params p{g.cols,       layout.ld_x,     layout.ld_y,      l.first_row, l.row_count,
+                   g.tile_elems, g.tiles_per_row, g.blocks_per_row, w.stats,     w.sums,
+                   w.barriers};
     const auto grid = static_cast<unsigned>(l.grid_blocks);
     if (v.three_launches) {
       for (int phase = 1; phase <= 3; ++phase)
-        RSS_TRY(issue(launch(v.name, v.kernel, grid, threads, 0, false, plan.blocks_per_sm, x, y, p, phase, phase),
+        RSS_TRY(issue(launch(v.name, v.kernel, grid, threads, 0, false, g.blocks_per_sm, x, y, p, phase, phase),
                       phase == 3));
     } else {
-      RSS_TRY(issue(launch(v.name, v.kernel, grid, threads, plan.dynamic_shared_bytes, v.cooperative,
-                           plan.blocks_per_sm, x, y, p, 1, 3),
+      RSS_TRY(issue(launch(v.name, v.kernel, grid, threads, g.dynamic_shared_bytes, v.cooperative, g.blocks_per_sm,
+                           x, y, p, 1, 3),
                     true));
     }
   }
   return Status::success;
 }
 
-template <class T>
-Status run(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace, const Launcher& launch) {
-  MegakernelPlan plan;
-  RSS_TRY(make_plan<T>(strategy, layout.rows, layout.cols, &plan));
-  std::int64_t max_blocks = 0;
-  RSS_TRY(max_blocks_per_launch(&max_blocks));
-  return launch_plan<T>(strategy, plan, x, y, layout, workspace, max_blocks, launch);
-}
+}  // namespace megakernel
 
-}  // namespace detail::megakernel
+/// Strategies megakernel_grid (with its controls), megakernel_row and block_row. Their workspace (a
+/// few tens of KB: partial statistics and barrier states of one launch) depends on the device only.
+template <Strategy S>
+struct MegakernelStrategy {
+  static constexpr Strategy id = S;
+  template <class T>
+  using Plan = megakernel::Plan<T>;
 
-/// Workspace bytes every megakernel strategy needs on the current device (a few tens of KB: the
-/// partial statistics and barrier states of one launch; independent of rows and cols).
-template <class T>
-Status megakernel_workspace_bytes(std::int64_t rows, std::int64_t cols, std::size_t* bytes) noexcept {
-  if (bytes == nullptr) return Status::null_pointer;
-  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
-  std::int64_t max_blocks = 0;
-  RSS_TRY(detail::megakernel::max_blocks_per_launch(&max_blocks));
-  return detail::carved_bytes<detail::megakernel::Workspace>(bytes, max_blocks);
-}
-
-/// Zeroes the barrier states of a megakernel workspace, asynchronously on `stream`. Needed once
-/// before a workspace's first megakernel call; every call leaves the states reusable.
-inline Status prepare_megakernel_workspace(void* workspace, std::size_t workspace_bytes,
-                                           cudaStream_t stream = nullptr) noexcept {
-  if (workspace == nullptr) return Status::null_pointer;
-  std::int64_t max_blocks = 0;
-  RSS_TRY(detail::megakernel::max_blocks_per_launch(&max_blocks));
-  detail::WorkspaceCarver carver;
-  carver.take<RowBarrierState>(max_blocks);
-  if (workspace_bytes < carver.bytes()) return Status::workspace_too_small;
-  return detail::from_cuda(cudaMemsetAsync(workspace, 0, carver.bytes(), stream));
-}
-
-/// A megakernel strategy planned once for fixed arguments and run many times (the plan, the
-/// occupancy queries and the workspace preparation stay out of run()).
-template <class T>
-class Megakernel {
- public:
-  /// Validates, plans on the current device and, for megakernel_row, zeroes the workspace's barrier
-  /// states on `stream`. On any refusal the object keeps its previous state.
-  Status initialize(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace,
-                    std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
-    detail::megakernel::Variant<T> v{};
-    RSS_TRY(detail::megakernel::variant_of<T>(strategy, &v));
-    std::size_t required = 0;
-    RSS_TRY(megakernel_workspace_bytes<T>(layout.rows, layout.cols, &required));
-    RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required));
-    MegakernelPlan plan{};
-    std::int64_t max_blocks = 0;
-    if (!layout.empty()) {
-      RSS_TRY(detail::megakernel::make_plan<T>(strategy, layout.rows, layout.cols, &plan));
-      RSS_TRY(detail::megakernel::max_blocks_per_launch(&max_blocks));
-      if (strategy == Strategy::megakernel_row) RSS_TRY(prepare_megakernel_workspace(workspace, workspace_bytes, stream));
+  template <class T>
+  static Status workspace_bytes(std::int64_t, std::int64_t, const DeviceInfo& d, std::size_t* bytes) noexcept {
+    return carved_bytes<megakernel::Workspace>(bytes, megakernel::max_blocks_per_launch(d));
+  }
+  template <class T>
+  static Status make_plan(const Call<T>& c, const DeviceInfo& d, const Config& config, Plan<T>* plan) noexcept {
+    return megakernel::make_plan<T>(S, config.control, c.layout.rows, c.layout.cols, d, plan);
+  }
+  /// megakernel_row: zeroes the workspace's barrier states on `stream`; runs on other streams are
+  /// ordered after it.
+  template <class T>
+  static Status prepare(Plan<T>& plan, const Call<T>& c, cudaStream_t stream) noexcept {
+    if constexpr (S == Strategy::megakernel_row) {
+      WorkspaceCarver counters;
+      counters.take<RowBarrierState>(plan.max_blocks);
+      std::shared_ptr<megakernel::CountersZeroed> zeroed(new (std::nothrow) megakernel::CountersZeroed);
+      if (zeroed == nullptr) return Status::cuda_error;
+      RSS_TRY(zeroed->zero(c.workspace, counters.bytes(), stream));
+      plan.counters = std::move(zeroed);
     }
-    strategy_ = strategy;
-    x_ = x;
-    y_ = y;
-    layout_ = layout;
-    workspace_ = workspace;
-    plan_ = plan;
-    max_blocks_ = max_blocks;
-    ready_ = true;
+    (void)plan;
+    (void)c;
+    (void)stream;
     return Status::success;
   }
-
-  /// Issues the planned launches on `stream`. Asynchronous; never synchronises.
-  Status run(cudaStream_t stream = nullptr) const noexcept {
-    if (!ready_) return Status::invalid_strategy;
-    return detail::megakernel::launch_plan<T>(strategy_, plan_, x_, y_, layout_, workspace_, max_blocks_,
-                                              detail::Launcher{stream});
+  template <class T>
+  static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
+    if (plan.counters != nullptr && !launcher.dry_run) RSS_TRY(plan.counters->order_before(launcher.stream));
+    return megakernel::launch_plan(plan, c.x, c.y, c.layout, c.workspace, launcher);
   }
-
-  /// The launches run() makes, without making them.
-  Status describe(LaunchList* out) const noexcept {
-    if (out == nullptr) return Status::null_pointer;
-    if (!ready_) return Status::invalid_strategy;
-    LaunchList list;
-    RSS_TRY(detail::megakernel::launch_plan<T>(strategy_, plan_, x_, y_, layout_, workspace_, max_blocks_,
-                                               detail::Launcher{nullptr, &list, true}));
-    *out = list;
-    return Status::success;
-  }
-
-  const MegakernelPlan& plan() const noexcept { return plan_; }
-
- private:
-  Strategy strategy_ = Strategy::megakernel_grid;
-  const T* x_ = nullptr;
-  T* y_ = nullptr;
-  Layout layout_{};
-  void* workspace_ = nullptr;
-  std::int64_t max_blocks_ = 0;
-  MegakernelPlan plan_{};
-  bool ready_ = false;
 };
 
-/// One-call form of the megakernel strategies: plans, prepares the workspace and runs.
-template <class T>
-Status megakernel(Strategy strategy, const T* x, T* y, const Layout& layout, void* workspace,
-                  std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
-  Megakernel<T> op;
-  RSS_TRY(op.initialize(strategy, x, y, layout, workspace, workspace_bytes, stream));
-  return op.run(stream);
-}
+using MegakernelGrid = MegakernelStrategy<Strategy::megakernel_grid>;
+using MegakernelRow = MegakernelStrategy<Strategy::megakernel_row>;
+using BlockRow = MegakernelStrategy<Strategy::block_row>;
 
-}  // namespace rss
+}  // namespace rss::detail

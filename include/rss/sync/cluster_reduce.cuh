@@ -6,6 +6,15 @@
 // has passed its last barrier.
 #include <cooperative_groups.h>
 
+/// Thread-block clusters exist from compute capability 9.0. Code using them is compiled for every
+/// architecture (fat binaries) but does its work only where clusters exist; the host never launches
+/// it elsewhere (the strategies refuse with unsupported_device).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define RSS_CLUSTER_DEVICE_CODE 0
+#else
+#define RSS_CLUSTER_DEVICE_CODE 1
+#endif
+
 namespace rss::detail {
 
 /// A block may write into another block's shared memory only once that block has started. Every
@@ -14,10 +23,14 @@ namespace rss::detail {
 struct ClusterStart {
   bool pending;
   __device__ explicit ClusterStart(int cluster_size) : pending(cluster_size > 1) {
+#if RSS_CLUSTER_DEVICE_CODE
     if (pending) cooperative_groups::this_cluster().barrier_arrive();
+#endif
   }
   __device__ void wait() {
+#if RSS_CLUSTER_DEVICE_CODE
     if (pending) cooperative_groups::this_cluster().barrier_wait();
+#endif
     pending = false;
   }
 };
@@ -35,6 +48,7 @@ __device__ __forceinline__ V cluster_all_reduce(V block_value, V* slots, int clu
     __syncthreads();
     return slots[0];
   }
+#if RSS_CLUSTER_DEVICE_CODE
   const cg::cluster_group cluster = cg::this_cluster();
   start.wait();  // every peer has started: its shared memory exists
   if (threadIdx.x == 0) {
@@ -45,6 +59,10 @@ __device__ __forceinline__ V cluster_all_reduce(V block_value, V* slots, int clu
   V total = slots[0];
   for (int r = 1; r < cluster_size; ++r) total = op(total, slots[r]);
   return total;
+#else
+  __trap();
+  return block_value;
+#endif
 }
 
 }  // namespace rss::detail

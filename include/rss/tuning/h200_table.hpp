@@ -6,9 +6,9 @@
 namespace rss::tuning {
 
 inline constexpr TuningEntry h200_entries_storage[] = {
-    {DType::bf16, 1, 1, 16777216, 16777216, Strategy::local_fusion, {}},  // 62.73 us vs 70.45
-    {DType::bf16, 4096, 4096, 32768, 32768, Strategy::cluster_row, {256, 32, 4}},  // 228.62 us vs 236.66
-    {DType::fp32, 16384, 16384, 8192, 8192, Strategy::cluster_row, {256, 32, 1}},  // 271.13 us vs 280.16
+    {DType::bf16, 1, 1, 16777216, 16777216, {Strategy::local_fusion, {}}},  // 62.73 us vs 70.45
+    {DType::bf16, 4096, 4096, 32768, 32768, {Strategy::cluster_row, {256, 32, 4}}},  // 228.62 us vs 236.66
+    {DType::fp32, 16384, 16384, 8192, 8192, {Strategy::cluster_row, {256, 32, 1}}},  // 271.13 us vs 280.16
 };
 inline constexpr const TuningEntry* h200_entries = h200_entries_storage;
 inline constexpr int h200_entry_count = 3;

@@ -5,14 +5,12 @@
 #include <cstdint>
 
 #include "rss/status.hpp"
+#include "rss/types.hpp"
 
 namespace rss {
 
-/// Alignment the caller's workspace pointer must have (cudaMalloc gives at least this).
-inline constexpr std::size_t workspace_alignment = 256;
-
-namespace detail {
-
+/// Lays out sub-buffers of a workspace, each aligned to workspace_alignment. With no base pointer it
+/// only counts, which is how every strategy answers its size query.
 class WorkspaceCarver {
  public:
   explicit WorkspaceCarver(void* base = nullptr) : base_(static_cast<unsigned char*>(base)) {}
@@ -39,6 +37,8 @@ class WorkspaceCarver {
   std::size_t offset_ = 0;
   bool overflow_ = false;
 };
+
+namespace detail {
 
 /// The size query of a workspace layout W (a struct with a static carve(carver, args...)).
 template <class W, class... Args>

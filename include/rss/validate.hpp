@@ -1,12 +1,12 @@
 #pragma once
-// Argument checks shared by every strategy. They run before any launch, so bad input leaves y untouched.
-// Pure host code: the checks that need the CUDA runtime (is this device memory?) are in
-// rss/detail/device.cuh.
+// Argument checks shared by every strategy. They run once, at the API's boundary and before any
+// launch, so bad input leaves y untouched; strategies receive validated calls. Pure host code: the
+// checks that need the CUDA runtime (is this device memory?) are in rss/device.cuh.
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 
-#include "rss/detail/workspace.hpp"
 #include "rss/status.hpp"
 #include "rss/types.hpp"
 

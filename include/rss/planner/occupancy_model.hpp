@@ -1,39 +1,11 @@
 #pragma once
-// What the host planner needs to know about a GPU, and an analytic occupancy model so that the planner
-// can be tested on a machine without one. Pure host C++: no CUDA headers.
+// An analytic MODEL of occupancy, so that the planners can be tested on a machine without a GPU.
+// Pure host C++: no CUDA headers.
 #include <cstddef>
 
+#include "rss/device_info.hpp"
+
 namespace rss {
-
-/// The device limits the megakernel planner reads. At run time it is filled from
-/// cudaDeviceGetAttribute; in tests it comes from h100_sxm_desc() / h200_desc().
-struct DeviceDesc {
-  int sm_count;                           // cudaDevAttrMultiProcessorCount
-  std::size_t shared_per_block_optin;     // cudaDevAttrMaxSharedMemoryPerBlockOptin (232448 on H100/H200)
-  std::size_t shared_per_sm;              // cudaDevAttrMaxSharedMemoryPerMultiprocessor (233472 on H100/H200)
-  std::size_t reserved_shared_per_block;  // cudaDevAttrReservedSharedMemoryPerBlock (1024 on Hopper)
-  int max_threads_per_sm;                 // cudaDevAttrMaxThreadsPerMultiProcessor (2048)
-  int max_blocks_per_sm;                  // cudaDevAttrMaxBlocksPerMultiprocessor (32)
-  int regs_per_sm;                        // cudaDevAttrMaxRegistersPerMultiprocessor (65536)
-  bool cooperative_launch;                // cudaDevAttrCooperativeLaunch
-};
-
-/// NVIDIA H100 SXM5: 132 SMs, 227 KiB opt-in shared memory per block, 228 KiB per SM.
-inline DeviceDesc h100_sxm_desc() noexcept {
-  DeviceDesc d{};
-  d.sm_count = 132;
-  d.shared_per_block_optin = 232448;
-  d.shared_per_sm = 233472;
-  d.reserved_shared_per_block = 1024;
-  d.max_threads_per_sm = 2048;
-  d.max_blocks_per_sm = 32;
-  d.regs_per_sm = 65536;
-  d.cooperative_launch = true;
-  return d;
-}
-
-/// NVIDIA H200: the same SM array and limits as the H100 SXM (it differs in HBM, not in the SMs).
-inline DeviceDesc h200_desc() noexcept { return h100_sxm_desc(); }
 
 namespace detail {
 constexpr int kModelMaxThreadsPerBlock = 1024;
@@ -49,7 +21,7 @@ constexpr std::size_t kModelSharedAllocUnit = 128;  // shared memory is granted 
 /// Returns 0 when one block cannot launch at all (too many threads or registers, shared_bytes above the
 /// opt-in limit). regs_per_thread == 0 means "no register limit".
 /// At run time use cudaOccupancyMaxActiveBlocksPerMultiprocessor instead.
-inline int modeled_blocks_per_sm(const DeviceDesc& d, int threads, int regs_per_thread,
+inline int modeled_blocks_per_sm(const DeviceInfo& d, int threads, int regs_per_thread,
                                  std::size_t shared_bytes) noexcept {
   if (threads <= 0 || threads > detail::kModelMaxThreadsPerBlock) return 0;
   if (regs_per_thread < 0 || regs_per_thread > detail::kModelMaxRegsPerThread) return 0;

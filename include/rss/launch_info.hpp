@@ -1,6 +1,7 @@
 #pragma once
 // Launch metadata: every launch a strategy makes is describable without running it. Benches and
 // reports count kernels from this, never from their own bookkeeping.
+#include <cstddef>
 #include <cstdint>
 
 namespace rss {
@@ -24,7 +25,9 @@ struct LaunchList {
   std::int64_t kernels = 0;          // kernel executions per call
   std::int64_t host_launches = 0;    // launch calls made by the host (a graph replay is one)
   std::int64_t evicted_tiles = 0;    // megakernel: tiles recomputed from x instead of retained
+  std::int64_t evicted_elements = 0; // the elements of those tiles (each read three times)
   bool graph = false;                // the kernels run as nodes of one CUDA Graph
+  std::int64_t graph_kernel_nodes = 0;  // kernel nodes read from that graph once it exists (0: none yet)
 
   void add(const LaunchInfo& info) {
     if (size < capacity) items[size++] = info;

@@ -1,0 +1,55 @@
+#pragma once
+// What the planners decide for a shape on the current device, as public queries: tools, tests and
+// benches study plans through these (an Operator with the same shape and config runs exactly this plan).
+#include <cstdint>
+
+#include "rss/api/operator.cuh"
+#include "rss/planner/cluster_plan.hpp"
+#include "rss/planner/megakernel_plan.hpp"
+#include "rss/sync/row_barrier.cuh"
+
+namespace rss {
+
+/// The geometry megakernel_grid (and its controls), megakernel_row or block_row plans for a rows x cols
+/// problem of T on the current device.
+template <class T>
+Status megakernel_geometry(const Config& config, std::int64_t rows, std::int64_t cols, MegakernelPlan* out) noexcept {
+  if (out == nullptr) return Status::null_pointer;
+  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
+  if (config.strategy != Strategy::megakernel_grid && config.strategy != Strategy::megakernel_row &&
+      config.strategy != Strategy::block_row) {
+    return Status::invalid_strategy;
+  }
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  detail::megakernel::Plan<T> plan;
+  RSS_TRY(detail::megakernel::make_plan<T>(config.strategy, config.control, rows, cols, d, &plan));
+  *out = plan.geometry;
+  return Status::success;
+}
+
+/// The plan cluster_row makes for a rows x cols problem of T on the current device (for aligned,
+/// contiguous rows), with `config.cluster` when it fits the row, else the default configuration.
+template <class T>
+Status cluster_geometry(const Config& config, std::int64_t rows, std::int64_t cols, ClusterPlan* out) noexcept {
+  if (out == nullptr) return Status::null_pointer;
+  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  return plan_cluster_row(d, rows, cols, dtype_of<T>, config.cluster.empty() ? nullptr : &config.cluster, out);
+}
+
+/// Where megakernel_row keeps its row barriers in a workspace sized for the current device: `count`
+/// states from `*states`. They must be zero before the workspace's first use (Operator::initialize
+/// zeroes them) and nothing else may write them between runs; tests inspect and corrupt them.
+inline Status megakernel_barrier_states(void* workspace, RowBarrierState** states, std::int64_t* count) noexcept {
+  if (workspace == nullptr || states == nullptr || count == nullptr) return Status::null_pointer;
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  *count = detail::megakernel::max_blocks_per_launch(d);
+  WorkspaceCarver carver(workspace);
+  *states = detail::megakernel::Workspace::carve(carver, *count).barriers;
+  return Status::success;
+}
+
+}  // namespace rss
