@@ -115,6 +115,8 @@ class BackwardOperator {
     layout_ = layout;
     workspace_ = workspace;
     requested_ = strategy;
+    has_preferred_ = preferred != nullptr;
+    if (has_preferred_) preferred_ = *preferred;
     if (layout.empty()) {
       strategy_ = strategy == BackwardStrategy::automatic ? BackwardStrategy::two_pass : strategy;
       ready_ = true;
@@ -142,6 +144,28 @@ class BackwardOperator {
     return s;
   }
 
+  /// Points a ready operator at other matrices and another workspace of the same layout (a framework's
+  /// fresh tensors on every step): validated like initialize(), planned again only when their alignment
+  /// changes the kernel. On a refusal the operator keeps its previous pointers.
+  Status rebind(const T* x, const T* y, const T* dy, T* dx, void* workspace, std::size_t workspace_bytes) noexcept {
+    if (!ready_) return Status::invalid_strategy;
+    std::size_t required = 0;
+    RSS_TRY(backward_workspace_bytes<T>(requested_, layout_.rows, layout_.cols, &required));
+    RSS_TRY(detail::backward::validate_device(x, y, dy, dx, layout_, sizeof(T), workspace, workspace_bytes, required));
+    if (strategy_ == BackwardStrategy::cluster_row && !layout_.empty() &&
+        detail::backward::cluster_row::fit_of(x, y, dy, dx, layout_) != cluster_.fit) {
+      detail::backward::cluster_row::Plan plan;
+      RSS_TRY(detail::backward::cluster_row::make_plan<T>(x, y, dy, dx, layout_, preferred(), &plan));
+      cluster_ = plan;
+    }
+    x_ = x;
+    y_ = y;
+    dy_ = dy;
+    dx_ = dx;
+    workspace_ = workspace;
+    return Status::success;
+  }
+
   /// The launches run() makes, without making them.
   Status describe(LaunchList* out) const noexcept {
     if (out == nullptr) return Status::null_pointer;
@@ -164,6 +188,8 @@ class BackwardOperator {
     ready_ = true;
     return Status::success;
   }
+
+  const BackwardClusterConfig* preferred() const noexcept { return has_preferred_ ? &preferred_ : nullptr; }
 
   Status prepare_cluster(const BackwardClusterConfig* preferred) noexcept {
     RSS_TRY(detail::backward::cluster_row::make_plan<T>(x_, y_, dy_, dx_, layout_, preferred, &cluster_));
@@ -190,6 +216,8 @@ class BackwardOperator {
   BackwardStrategy requested_ = BackwardStrategy::automatic;
   BackwardStrategy strategy_ = BackwardStrategy::two_pass;
   detail::backward::cluster_row::Plan cluster_{};
+  BackwardClusterConfig preferred_{};
+  bool has_preferred_ = false;
   bool ready_ = false;
 };
 

@@ -9,6 +9,7 @@
 // of 8 (whole vectors for every storage type, so every block's share keeps the row's alignment) and at
 // most threads * elems_per_thread. One cluster per row; rows beyond the largest grid are looped over.
 #include <cstdint>
+#include <initializer_list>
 
 #include "rss/status.hpp"
 #include "rss/types.hpp"

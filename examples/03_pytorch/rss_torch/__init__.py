@@ -1,0 +1,108 @@
+"""rss as a PyTorch operator: rms_scaled_softmax with autograd, torch.compile and CUDA Graphs.
+
+    import rss_torch
+    y = rss_torch.rms_scaled_softmax(x)          # x: CUDA, float32/bfloat16/float16, at least 2-D
+    y.backward(dy)                               # calls rss's backward pass
+
+Importing builds the C++/CUDA extension from rss's headers with torch.utils.cpp_extension.load (JIT, cached
+under TORCH_EXTENSIONS_DIR; RSS_TORCH_VERBOSE=1 shows the build, RSS_TORCH_ARCH overrides the target, default
+sm_90). It registers two custom operators:
+
+    torch.ops.rss.rms_scaled_softmax(Tensor x) -> Tensor                       (y, contiguous)
+    torch.ops.rss.rms_scaled_softmax_backward(Tensor x, Tensor y, Tensor dy) -> Tensor   (dx, contiguous)
+
+with fake (meta) kernels for tracing and an autograd formula: the forward saves x and y, the backward reads
+x, y and dy (rows = all but the last dimension; strided rows are read in place, other layouts copied).
+"""
+import os
+
+import torch
+from torch.utils.cpp_extension import load
+
+__all__ = ["rms_scaled_softmax", "RmsScaledSoftmax", "composed", "DTYPES"]
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_INCLUDE = os.path.abspath(os.path.join(_HERE, "..", "..", "..", "include"))
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+EPS = 1e-5
+
+
+def _build():
+    arch = os.environ.get("RSS_TORCH_ARCH", "90")
+    csrc = os.path.join(_HERE, "csrc")
+    load(name="rss_torch_ops",
+         sources=[os.path.join(csrc, f) for f in ("ops.cpp", "fp32.cu", "bf16.cu", "fp16.cu")],
+         extra_include_paths=[_INCLUDE, csrc],
+         extra_cflags=["-O3"],  # the C++ standard is the one torch asks for
+         extra_cuda_cflags=["-O3", "-std=c++17", f"-gencode=arch=compute_{arch},code=sm_{arch}"],
+         is_python_module=False,
+         verbose=os.environ.get("RSS_TORCH_VERBOSE") == "1")
+
+
+_build()
+
+
+def _check(x, name="x", op="rss.rms_scaled_softmax"):
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.device.type != "cuda":
+        raise ValueError(f"{op}: {name} must be a CUDA tensor, got a tensor on {x.device}")
+    if x.dtype not in DTYPES:
+        raise TypeError(f"{op}: {name} must be float32, bfloat16 or float16, got {x.dtype}")
+    if x.dim() < 2:
+        raise ValueError(f"{op}: {name} must have at least 2 dimensions (rows = all but the last), got a "
+                         f"{x.dim()}-D tensor; use x.unsqueeze(0) for a single row")
+
+
+@torch.library.register_fake("rss::rms_scaled_softmax")
+def _forward_fake(x):
+    _check(x)
+    return x.new_empty(x.shape)
+
+
+@torch.library.register_fake("rss::rms_scaled_softmax_backward")
+def _backward_fake(x, y, dy):
+    op = "rss.rms_scaled_softmax_backward"
+    for name, t in (("x", x), ("y", y), ("dy", dy)):
+        _check(t, name, op)
+    if not (x.shape == y.shape == dy.shape):
+        raise ValueError(f"{op}: x, y and dy must have the same shape, got {tuple(x.shape)}, {tuple(y.shape)}, "
+                         f"{tuple(dy.shape)}")
+    if not (x.dtype == y.dtype == dy.dtype):
+        raise TypeError(f"{op}: x, y and dy must have the same dtype, got {x.dtype}, {y.dtype}, {dy.dtype}")
+    return x.new_empty(x.shape)
+
+
+def _setup_context(ctx, inputs, output):
+    (x,) = inputs
+    ctx.save_for_backward(x, output)
+
+
+def _backward(ctx, dy):
+    x, y = ctx.saved_tensors
+    return torch.ops.rss.rms_scaled_softmax_backward(x, y, dy.to(x.dtype))
+
+
+torch.library.register_autograd("rss::rms_scaled_softmax", _backward, setup_context=_setup_context)
+
+
+def rms_scaled_softmax(x):
+    """y = rms_scaled_softmax(x) over the last dimension (rows = all others), differentiable."""
+    _check(x)
+    return torch.ops.rss.rms_scaled_softmax(x)
+
+
+class RmsScaledSoftmax(torch.nn.Module):
+    """The operator as a module (for torch.compile and models)."""
+
+    def forward(self, x):
+        return rms_scaled_softmax(x)
+
+
+def composed(x):
+    """The same operator composed of torch operations (the peer and the tests' reference): arithmetic in
+    float32 for 16-bit inputs, in the input's type otherwise."""
+    xf = x if x.dtype == torch.float64 else x.float()
+    r = torch.rsqrt(xf.square().mean(-1, keepdim=True) + EPS)
+    e = torch.exp(r * (xf - xf.amax(-1, keepdim=True).detach()))  # softmax ignores the shift
+    return (e / e.sum(-1, keepdim=True)).to(x.dtype)

@@ -1,0 +1,34 @@
+// The boundary between the PyTorch side (ops.cpp: tensors, checks, allocation, registration) and rss
+// (fp32.cu, bf16.cu, fp16.cu: one translation unit per storage type, compiled in parallel). Plain C++:
+// raw pointers, shapes and a stream; every function returns an rss::Status as an int (0: success).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rss_torch {
+
+/// Matrices of one call, row-major with leading dimensions in elements. `out` is y (forward) or dx (backward).
+struct Matrices {
+  const void* x;
+  const void* y;   // backward only
+  const void* dy;  // backward only
+  void* out;
+  std::int64_t rows, cols, ld_x, ld_y, ld_dy, ld_out;
+};
+
+#define RSS_TORCH_DECLARE(NAME)                                                                               \
+  int NAME##_forward_workspace(int device, std::int64_t rows, std::int64_t cols, std::size_t* bytes);         \
+  int NAME##_forward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream); \
+  int NAME##_backward_workspace(int device, std::int64_t rows, std::int64_t cols, std::size_t* bytes);        \
+  int NAME##_backward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream);
+RSS_TORCH_DECLARE(fp32)
+RSS_TORCH_DECLARE(bf16)
+RSS_TORCH_DECLARE(fp16)
+#undef RSS_TORCH_DECLARE
+
+/// rss::status_message of a status returned above.
+const char* status_message(int status);
+
+}  // namespace rss_torch

@@ -1,0 +1,220 @@
+"""pytest tests of the PyTorch operator (rss_torch): forward and backward against the composed torch
+expression in float64, strided and batched tensors, torch.compile(fullgraph=True), CUDA Graph capture and
+replay, and the errors wrong inputs give. Without torch or without a CUDA device every test is skipped and
+says why.
+
+    python3 -m pytest -v examples/03_pytorch/test_rss_torch.py
+"""
+import os
+import sys
+
+import pytest
+
+try:
+    import torch
+except ImportError as e:  # CI has no torch
+    pytest.skip(f"torch is not installed ({e}): the PyTorch operator's tests need torch with CUDA",
+                allow_module_level=True)
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device: the PyTorch operator's tests need one", allow_module_level=True)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rss_torch  # noqa: E402  (builds the extension on first import)
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# Per-row relative error against float64, on top of the error the storage type makes rounding the exact answer.
+FORWARD_TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-2}
+# The backward reads y as stored (rounded), while the float64 reference differentiates the exact y.
+BACKWARD_TOL = {torch.float32: 2e-5, torch.bfloat16: 3e-2, torch.float16: 1e-2}
+
+
+def make_input(shape, dtype, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    rows_shape = shape[:-1] + (1,)
+    scale = torch.empty(rows_shape, device="cuda").uniform_(0.25, 4.0, generator=g)
+    offset = torch.empty(rows_shape, device="cuda").uniform_(-2.0, 2.0, generator=g)
+    u = torch.empty(shape, device="cuda").uniform_(-4.0, 4.0, generator=g)
+    x = scale * (u + offset)
+    x = torch.where(x == 0, torch.full_like(x, 1e-3), x)
+    return x.to(dtype)
+
+
+def make_grad(shape, dtype, seed=1):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.empty(shape, device="cuda").uniform_(-1.0, 1.0, generator=g).to(dtype)
+
+
+def row_errors(got, ref, denom=None):
+    """Per-row relative error ||got - ref|| / denom (denom: ||ref|| per row unless given), and the error of
+    ref rounded to got's dtype (what storing the exact answer costs)."""
+    got64 = got.double().reshape(-1, got.shape[-1])
+    ref64 = ref.double().reshape(-1, ref.shape[-1])
+    if denom is None:
+        denom = ref64.norm(dim=-1)
+    stored = ref64.to(got.dtype).double()
+    return (got64 - ref64).norm(dim=-1) / denom, (stored - ref64).norm(dim=-1) / denom
+
+
+def check_forward(y, x):
+    ref = rss_torch.composed(x.double())
+    err, rounding = row_errors(y, ref)
+    bound = FORWARD_TOL[y.dtype] + rounding
+    assert bool((err <= bound).all()), f"forward error {err.max().item():.3e} above {bound.max().item():.3e}"
+
+
+def reference_grad(x, dy):
+    x64 = x.detach().double().requires_grad_(True)
+    y64 = rss_torch.composed(x64)
+    (dx64,) = torch.autograd.grad(y64, x64, dy.double())
+    # The scale fp32 arithmetic errs against: max(||dx||, r ||y * dy||) per row.
+    r = torch.rsqrt(x64.detach().square().mean(-1, keepdim=True) + rss_torch.EPS)
+    yg = (r * y64.detach() * dy.double()).reshape(-1, x.shape[-1]).norm(dim=-1)
+    return dx64, torch.maximum(dx64.reshape(-1, x.shape[-1]).norm(dim=-1), yg)
+
+
+def check_backward(dx, x, dy):
+    ref, denom = reference_grad(x, dy)
+    assert dx.shape == x.shape and dx.dtype == x.dtype
+    err, rounding = row_errors(dx, ref, denom)
+    bound = BACKWARD_TOL[dx.dtype] + rounding
+    assert bool((err <= bound).all()), f"backward error {err.max().item():.3e} above {bound.max().item():.3e}"
+
+
+SHAPES = [(1, 1), (3, 7), (8, 1000), (5, 4099), (64, 4096), (2, 65536), (4, 131072), (2, 200003)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+@pytest.mark.parametrize("shape", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
+def test_forward_and_backward_match_float64(shape, dtype):
+    x = make_input(shape, dtype).requires_grad_(True)
+    dy = make_grad(shape, dtype)
+    y = rss_torch.rms_scaled_softmax(x)
+    check_forward(y, x.detach())
+    (dx,) = torch.autograd.grad(y, x, dy)
+    check_backward(dx, x, dy)
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+def test_strided_and_batched_tensors(dtype):
+    cases = {
+        "2-D strided rows": make_input((6, 1005), dtype)[:, 2:1002],
+        "3-D contiguous": make_input((2, 3, 777), dtype),
+        "3-D slice of the last dimension": make_input((2, 3, 800), dtype)[..., :777],
+        "4-D with unit dimensions": make_input((1, 4, 1, 513), dtype),
+        "transposed batch (copied)": make_input((3, 2, 300), dtype).transpose(0, 1),
+        "strided last dimension (copied)": make_input((4, 1000), dtype)[:, ::2],
+    }
+    for name, base in cases.items():
+        x = base.detach().requires_grad_(True)
+        y = rss_torch.rms_scaled_softmax(x)
+        assert y.shape == x.shape and y.is_contiguous(), name
+        check_forward(y, x.detach())
+        dy = make_grad(tuple(x.shape), dtype)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        check_backward(dx, x, dy)
+
+
+def test_gradient_of_a_sum_uses_a_broadcast_dy():
+    x = make_input((4, 300), torch.float32).requires_grad_(True)
+    w = make_grad((300,), torch.float32)
+    (rss_torch.rms_scaled_softmax(x) * w).sum().backward()  # dy = w broadcast over rows (stride 0)
+    check_backward(x.grad, x, w.expand(4, 300))
+
+
+def test_backward_operator_directly_and_in_place_layouts():
+    x = make_input((5, 999), torch.bfloat16)
+    y = rss_torch.rms_scaled_softmax(x)
+    dy = make_grad((5, 999), torch.bfloat16)
+    dx = torch.ops.rss.rms_scaled_softmax_backward(x, y, dy)
+    check_backward(dx, x, dy)
+
+
+def test_empty_tensors():
+    x = torch.empty((0, 5), device="cuda", requires_grad=True)
+    y = rss_torch.rms_scaled_softmax(x)
+    assert y.shape == (0, 5)
+    y.sum().backward()
+    assert x.grad.shape == (0, 5)
+
+
+def test_torch_compile_fullgraph_has_no_graph_break():
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(256, 256, device="cuda")
+            self.softmax = rss_torch.RmsScaledSoftmax()
+
+        def forward(self, x):
+            return (self.softmax(self.proj(x)) * x).sum(-1)
+
+    torch.manual_seed(0)
+    model = Block()
+    compiled = torch.compile(model, fullgraph=True)
+    x = make_input((2, 16, 256), torch.float32).requires_grad_(True)
+    out = compiled(x)
+    out.sum().backward()
+    grad_compiled = x.grad.clone()
+    # The same model in eager mode with the composed expression.
+    x2 = x.detach().clone().requires_grad_(True)
+    ref = (rss_torch.composed(model.proj(x2)) * x2).sum(-1)
+    ref.sum().backward()
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(grad_compiled, x2.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_cuda_graph_capture_and_replay():
+    shape, dtype = (32, 4096), torch.bfloat16
+    x = make_input(shape, dtype).requires_grad_(True)
+    dy = make_grad(shape, dtype)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # warm-up outside the capture: builds rss's per-shape state
+            y = rss_torch.rms_scaled_softmax(x)
+            torch.autograd.grad(y, x, dy)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y_static = rss_torch.rms_scaled_softmax(x)
+        (dx_static,) = torch.autograd.grad(y_static, x, dy)
+    for seed in (7, 8):  # new data in the captured buffers, then replay
+        with torch.no_grad():
+            x.copy_(make_input(shape, dtype, seed=seed))
+            dy.copy_(make_grad(shape, dtype, seed=seed + 100))
+        graph.replay()
+        torch.cuda.synchronize()
+        check_forward(y_static, x.detach())
+        check_backward(dx_static, x, dy)
+
+
+def test_opcheck_schemas_fake_kernels_and_autograd_registration():
+    x = make_input((4, 1000), torch.float32)
+    torch.library.opcheck(torch.ops.rss.rms_scaled_softmax.default, (x,))
+    torch.library.opcheck(torch.ops.rss.rms_scaled_softmax.default, (x.clone().requires_grad_(True),))
+    y = rss_torch.rms_scaled_softmax(x)
+    torch.library.opcheck(torch.ops.rss.rms_scaled_softmax_backward.default, (x, y, make_grad((4, 1000), torch.float32)))
+
+
+def test_wrong_inputs_give_clear_errors():
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
+        rss_torch.rms_scaled_softmax(torch.ones(2, 3))
+    with pytest.raises(TypeError, match="float32, bfloat16 or float16"):
+        rss_torch.rms_scaled_softmax(torch.ones(2, 3, device="cuda", dtype=torch.float64))
+    with pytest.raises(TypeError, match="float32, bfloat16 or float16"):
+        rss_torch.rms_scaled_softmax(torch.ones(2, 3, device="cuda", dtype=torch.int32))
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        rss_torch.rms_scaled_softmax(torch.ones(5, device="cuda"))
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        rss_torch.rms_scaled_softmax([1.0, 2.0])
+    # The operators themselves, called without the Python wrapper, say the same through RuntimeError.
+    with pytest.raises(RuntimeError, match="must be a CUDA tensor"):
+        torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.ops.rss.rms_scaled_softmax(torch.ones(5, device="cuda"))
+    with pytest.raises(RuntimeError, match="float32, bfloat16 or float16"):
+        torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3, device="cuda", dtype=torch.float64))
+    x = torch.ones(2, 3, device="cuda")
+    with pytest.raises(RuntimeError, match="same shape"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, x, torch.ones(2, 4, device="cuda"))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, x, x.half())
