@@ -1,5 +1,5 @@
 // One process per GPU, as torchrun launches them, without MPI: the test starts itself once per rank
-// (`--worker RANK WORLD FILE`); rank 0 writes the ncclUniqueId to FILE, the others read it from there.
+// (`--worker RANK WORLD FILE SEED`); rank 0 writes the ncclUniqueId to FILE, the others read it from there.
 // Each worker runs the shared cases on its own GPU (run() on its own thread, a CUDA Graph of run()),
 // and one disagreement; the launcher fails when any worker fails or all do not finish in time.
 // Exit code 77 (CTest: skipped) when there are fewer GPUs than ranks.
@@ -50,14 +50,17 @@ bool read_id(const std::string& path, ncclUniqueId* id) {
 }
 
 template <class T>
-void run_case(ncclComm_t comm, int rank, const Case& c, rss::ShardedPath path, bool graph, Report& report) {
-  const std::uint64_t seed = 0x5eed0000ull + static_cast<std::uint64_t>(c.rows * 131 + total(c.widths));
-  const std::vector<float> global = make_input(c, seed);  // the same on every rank: a fixed seed per case
+void run_case(ncclComm_t comm, int rank, std::uint64_t run_seed, const Case& c, rss::ShardedPath path, bool graph,
+              Report& report) {
+  // The same input on every rank: the launcher's fresh seed, mixed with the case.
+  const std::uint64_t seed = run_seed ^ (0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(c.rows * 131 + total(c.widths)));
+  const std::vector<float> global = make_input(c, seed);
   Rank<T> k;
   k.rank = rank;
   k.device = rank;
   k.prepare(c, global, report);
-  const std::string label = c.name + " " + type_name<T>() + " " + rss::sharded_path_name(path) + (graph ? " graph" : "");
+  const std::string label = c.name + " " + type_name<T>() + " " + rss::sharded_path_name(path) + (graph ? " graph" : "") +
+                            " seed " + std::to_string(run_seed);
   k.init_status = k.op.initialize(comm, path, k.x, k.y, k.layout, total(c.widths), k.stream);
   const rss::Status expected = expected_init(c, path);
   if (k.init_status != expected) {
@@ -90,7 +93,7 @@ void run_case(ncclComm_t comm, int rank, const Case& c, rss::ShardedPath path, b
   if (!rss::ok(r)) report.fail(label + ": release: " + rss::status_message(r));
 }
 
-int worker(int rank, int world, const std::string& id_file) {
+int worker(int rank, int world, const std::string& id_file, std::uint64_t seed) {
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < world) {
     std::printf("rank %d: %d GPUs for %d ranks: skipped\n", rank, gpus, world);
@@ -113,16 +116,16 @@ int worker(int rank, int world, const std::string& id_file) {
   int runs = 0;
   for (const Case& c : cases(world)) {
     for (const rss::ShardedPath p : all_paths) {
-      run_case<float>(comm, rank, c, p, false, report);
-      run_case<__nv_bfloat16>(comm, rank, c, p, false, report);
+      run_case<float>(comm, rank, seed, c, p, false, report);
+      run_case<__nv_bfloat16>(comm, rank, seed, c, p, false, report);
       runs += 2;
     }
   }
   for (const Case& c : cases(world)) {
     if (c.name != "llama_32x128256" && c.name != "odd_3x2000") continue;
     for (const rss::ShardedPath p : all_paths) {
-      run_case<__half>(comm, rank, c, p, false, report);
-      run_case<float>(comm, rank, c, p, true, report);
+      run_case<__half>(comm, rank, seed, c, p, false, report);
+      run_case<float>(comm, rank, seed, c, p, true, report);
       runs += 2;
     }
   }
@@ -150,18 +153,25 @@ int worker(int rank, int world, const std::string& id_file) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::strcmp(argv[1], "--worker") == 0) return worker(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
+  if (argc == 6 && std::strcmp(argv[1], "--worker") == 0) {
+    return worker(std::atoi(argv[2]), std::atoi(argv[3]), argv[4], std::strtoull(argv[5], nullptr, 10));
+  }
 
   const char* env = std::getenv("RSS_SHARDED_WORLD");
   const int world = env != nullptr ? std::atoi(env) : 2;
   char dir[] = "/tmp/rss-sharded-XXXXXX";
   if (mkdtemp(dir) == nullptr) return 2;
   const std::string id_file = std::string(dir) + "/nccl_id";
+  const char* seed_env = std::getenv("RSS_SHARDED_SEED");  // reproduces a failing run
+  const std::string seed = seed_env != nullptr ? seed_env : std::to_string(fresh_seed());
+  std::printf("seed %s (RSS_SHARDED_SEED reproduces it)\n", seed.c_str());
+  std::fflush(stdout);
   std::vector<pid_t> pids;
   for (int r = 0; r < world; ++r) {
     const std::string rank = std::to_string(r), size = std::to_string(world);
     char* args[] = {argv[0], const_cast<char*>("--worker"), const_cast<char*>(rank.c_str()),
-                    const_cast<char*>(size.c_str()), const_cast<char*>(id_file.c_str()), nullptr};
+                    const_cast<char*>(size.c_str()), const_cast<char*>(id_file.c_str()),
+                    const_cast<char*>(seed.c_str()), nullptr};
     pid_t pid = 0;
     if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, args, environ) != 0) return 2;
     pids.push_back(pid);

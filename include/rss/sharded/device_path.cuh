@@ -165,7 +165,7 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
 /// One row per cluster, rows looped over; block b uses LSA barrier b (the plan's grid is the same on
 /// every rank and co-resident on every GPU). `l` is this rank's shard: l.cols local columns.
 template <class T, int Threads, int Elems, Fit F>
-__global__ void __launch_bounds__(Threads)
+__global__ void __launch_bounds__(Threads, 2048 / Threads / 2)  // at most 64 registers: 2 blocks of 512 per SM
     device_kernel(const T* x, T* y, Layout l, std::int64_t global_cols, std::int64_t chunk, int cluster_size,
                   ncclDevComm comm, RankExchange exchange) {
   __shared__ DeviceShared<Threads> shared;

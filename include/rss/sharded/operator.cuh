@@ -118,6 +118,7 @@ class ShardedOperator {
                     cudaStream_t stream = nullptr) noexcept {
     using namespace detail::sharded;
     RSS_TRY(release());
+    agreement_ = ShardAgreement::agreed;
     if (comm == nullptr) return Status::null_pointer;
     int world = 0, rank = 0, device = 0;
     RSS_TRY_NCCL(ncclCommCount(comm, &world));
@@ -286,7 +287,7 @@ class ShardedOperator {
     (void)carver.take<unsigned char>(wl.bytes);
     (void)HostBuffers::carve(carver, rows, host_.geometry.chunks, world);
     if (carver.overflowed()) return Status::size_overflow;
-    const std::size_t bytes = carver.bytes() < 4096 ? 4096 : carver.bytes();
+    const std::size_t bytes = (carver.bytes() + NCCL_WIN_REQUIRED_ALIGNMENT) / NCCL_WIN_REQUIRED_ALIGNMENT * NCCL_WIN_REQUIRED_ALIGNMENT;
     mine.local_status = ok(detail::from_nccl(ncclMemAlloc(&memory_, bytes))) ? 1 : 0;
     RSS_TRY(exchange_shapes(comm, mine, scratch, world, &table, stream));  // nobody registers unless all allocated
     if (!all_ranks(table, &RankShape::local_status)) return Status::cuda_error;
