@@ -6,9 +6,13 @@ set -eu
 src=$1
 python=${2:-python3}
 generated=$(mktemp)
-trap 'rm -f "$generated"' EXIT
-"$python" "$src/bench/tools/tune.py" "$src/bench/results/pilot/h200_pilot.json" --device "NVIDIA H200" --name h200 \
-  --out "$generated" > /dev/null
+log=$(mktemp)
+trap 'rm -f "$generated" "$log"' EXIT
+if ! "$python" "$src/bench/tools/tune.py" "$src/bench/results/pilot/h200_pilot.json" --device "NVIDIA H200" \
+  --name h200 --out "$generated" 2> "$log"; then
+  cat "$log" >&2
+  exit 1
+fi
 if ! diff -u "$src/include/rss/tuning/h200_table.hpp" "$generated"; then
   echo "include/rss/tuning/h200_table.hpp differs from tune.py's output for bench/results/pilot/h200_pilot.json" >&2
   exit 1

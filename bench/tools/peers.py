@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch peers of rms_scaled_softmax, measured with the same protocol as the C++ bench (SPEC section 4).
+"""torch peers of rms_scaled_softmax, measured with the same protocol as the C++ bench (docs/protocol.md).
 
     python3 bench/tools/peers.py --session N --rounds R --iterations K --seed S \
         --shapes "1x131072,8x131072,..." --shape-order forward|reverse --out FILE.json [--dtypes fp32,bf16]
@@ -35,7 +35,7 @@ import records  # noqa: E402
 EXIT_NO_TORCH = 3
 EPS = 1e-5
 WARM_CALLS = 3
-VARIANTS = ("torch_eager", "torch_eager_graph", "torch_compile", "torch_compile_graph")
+VARIANTS = records.PEERS
 TOLERANCE = {"fp32": 1e-5, "bf16": 1e-2, "fp16": 1e-2}
 TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 torch = None  # imported in main(), so that this module imports without torch
@@ -96,7 +96,7 @@ def parse_shapes(text):
 
 def main(argv=None):
     global torch
-    ap = argparse.ArgumentParser(description="torch peers of rms_scaled_softmax (SPEC section 4)")
+    ap = argparse.ArgumentParser(description="torch peers of rms_scaled_softmax, measured with the protocol of docs/protocol.md")
     ap.add_argument("--session", type=int, required=True)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--iterations", type=int, default=50)

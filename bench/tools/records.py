@@ -39,6 +39,15 @@ import sys
 
 SCHEMA = "rss-records/1"
 DTYPES = ("fp32", "bf16", "fp16")
+
+# The variants the bench (rss_bench) and the peers (peers.py) record, in report order: the one list that
+# report.py and tune.py read. A name not listed is reported as an rss strategy, after these.
+STRATEGIES = ("baseline", "baseline_graph", "local_fusion", "megakernel_grid", "megakernel_row", "block_row",
+              "cluster_row", "automatic")
+CONTROLS = ("control_no_retention", "control_ordinary_launch")  # the megakernel with one mechanism taken away
+FLOORS = ("copy_floor", "memcpy_floor")  # our copy kernel; cudaMemcpyAsync device to device: the limit is the faster
+PEERS = ("torch_eager", "torch_eager_graph", "torch_compile", "torch_compile_graph")
+KNOWN_VARIANTS = STRATEGIES + CONTROLS + FLOORS + PEERS
 SHAPE_ORDERS = ("forward", "reverse")
 HASHED_DIRS = ("include", "bench")
 EXCLUDED_PREFIX = "bench/results/"

@@ -31,6 +31,7 @@ TINY = {
     "megakernel_grid": {1: [[1], [2], [3]], 2: [[1], [1]]},
     "control_no_retention": {1: [[2], [5], [4]], 2: [[3], [4]]},
     "copy_floor": {1: [[2], [2], [2]], 2: [[3], [3]]},
+    "memcpy_floor": {1: [[1.5], [1.5], [1.5]], 2: [[2.5], [2.5]]},  # faster: the limit
     "torch_compile_graph": {1: [[4], [4], [4]], 2: [[6], [6]]},
     "torch_eager": {1: [[10], [10], [10]], 2: [[10], [10]]},
 }
@@ -44,9 +45,9 @@ def record(shape, variant, rnd, host, device=(), kernels=1):
             "max_rel_err": 1e-7}
 
 
-def document(session, producer, recs, source_hash, rounds=3):
+def document(session, producer, recs, source_hash, rounds=3, uuid=None):
     return {"schema": records.SCHEMA, "producer": producer, "session": session,
-            "context": {"gpu": "NVIDIA H200", "uuid": f"GPU-0000000{session}-aaaa", "driver": "570.1",
+            "context": {"gpu": "NVIDIA H200", "uuid": uuid or f"GPU-0000000{session}-aaaa", "driver": "570.1",
                         "toolkit": "12.8", "sm_count": 132, "clocks_start": {"sm": 1980}, "clocks_end": {},
                         "source_hash": source_hash,
                         "config": {"rounds": rounds, "iterations": 5, "seed": 7,
@@ -91,20 +92,20 @@ class Workspace(unittest.TestCase):
         with open(os.path.join(self.raw, name), "w") as f:
             json.dump(doc, f)
 
-    def write_tiny(self, sessions=(1, 2)):
+    def write_tiny(self, sessions=(1, 2), uuid=None):
         for s in sessions:
             rss, torch = [], []
             for variant, by_session in TINY.items():
                 for rnd, host in enumerate(by_session[s]):
                     (torch if variant.startswith("torch_") else rss).append(
                         record(SHAPE, variant, rnd, host, device=[h / 2 for h in host]))
-            self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash))
-            self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash))
+            self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash, uuid=uuid))
+            self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash, uuid=uuid))
 
     def write_larger(self):
         """Two sessions, two shapes, every known variant plus an unknown one, random samples."""
         rng = random.Random(3)
-        variants = report.KNOWN_VARIANTS + ["cluster_row"]
+        variants = report.KNOWN_VARIANTS + ["a_new_strategy"]
         for s in (1, 2):
             rss, torch = [], []
             for shape in ((1, 131072, "fp32"), (8, 131072, "bf16")):
@@ -146,7 +147,8 @@ class AggregateTest(Workspace):
             np.testing.assert_allclose(got, want)
         self.assertAlmostEqual(lf["device_us"], 2.75)
         self.assertAlmostEqual(res["copy_floor"]["host_us"], 2.5)
-        self.assertAlmostEqual(lf["ratio_to_copy_floor"], 5.5 / 2.5)
+        self.assertAlmostEqual(res["memcpy_floor"]["host_us"], 2.0)
+        self.assertAlmostEqual(lf["ratio_to_limit"], 5.5 / 2.0)  # the limit is the faster floor
         self.assertAlmostEqual(lf["ratio_to_fastest_peer"], 5.5 / 5.0)
         self.assertEqual(lf["fastest_peer"], "torch_compile_graph")
         (delta,) = summary["retention_deltas"]  # deltas S1: 1,3,1 -> 1; S2: 2,3 -> 2.5
@@ -156,20 +158,28 @@ class AggregateTest(Workspace):
         (best,) = summary["best_per_shape"]
         self.assertEqual(best["best_rss_variant"], "megakernel_grid")
         self.assertAlmostEqual(best["host_us"], 1.5)
-        self.assertAlmostEqual(best["ratio_to_copy_floor"], 0.6)
+        self.assertEqual((best["limit_variant"], best["limit_us"], best["copy_floor_us"]), ("memcpy_floor", 2.0, 2.5))
+        self.assertAlmostEqual(best["ratio_to_limit"], 0.75)
+        self.assertAlmostEqual(best["limit_target_us"], 5.0)  # limit below 20 us: limit + 3 us
+        self.assertTrue(best["within_limit_target"])
         self.assertTrue(best["beats_torch_compile_graph"])
+        self.assertIsNone(best["automatic_within_3pct"])  # no automatic records: not checked, so not met
+        self.assertFalse(best["targets_met"])
+        self.assertIn("- 1 x 131072 fp32: automatic (no records)", markdown)
         (panel,) = prov["figures"]["bars.png"]["panels"]
         self.assertAlmostEqual(panel["annotation"]["speedup"], 5.5 / 1.5)
         self.assertEqual(next(b for b in panel["bars"] if b["variant"] == "local_fusion")["whisker"], [5.0, 6.0])
         self.assertGreaterEqual(panel["fill"], 0.75)
         self.assertEqual([b["variant"] for b in panel["bars"]],  # controls go to controls.png only
-                         ["local_fusion", "megakernel_grid", "copy_floor", "torch_eager", "torch_compile_graph"])
+                         ["local_fusion", "megakernel_grid", "copy_floor", "memcpy_floor", "torch_eager",
+                          "torch_compile_graph"])
         self.assertEqual(prov["figures"]["controls.png"]["panels"][0]["points"][0]["range"], [1.0, 2.5])
-        self.assertIn("| 1 x 131072 | fp32 | megakernel_grid | 1.50 | 2.50 | 0.600x |", markdown)
+        self.assertIn("| 1 x 131072 | fp32 | megakernel_grid | 1.50 | 2.50 | 2.00 | 2.00 | 0.750x | 5.00 | yes |",
+                      markdown)
         for key in ("sessions", "results", "retention_deltas", "best_per_shape"):
             self.assertIn(key, summary)
         for key in ("rows", "cols", "dtype", "variant", "host_us", "host_us_sessions", "device_us", "kernels",
-                    "launches", "ratio_to_copy_floor"):
+                    "launches", "ratio_to_limit"):
             self.assertIn(key, lf)
         for key in ("gpu", "uuid", "source_hash"):
             self.assertIn(key, summary["sessions"][0])
@@ -180,6 +190,67 @@ class AggregateTest(Workspace):
         rc, out = self.verify()
         self.assertEqual(rc, 0, out)
         self.assertIn("Only 1 session", self.load_out("results.md"))
+
+    def test_limit_targets_and_automatic(self):
+        """Per pair: 1.15x of the limit from 20 us on, limit + 3 us below; automatic within 3% of the best."""
+        self.assertAlmostEqual(report.limit_target(100.0), 115.0)
+        self.assertAlmostEqual(report.limit_target(20.0), 23.0)
+        self.assertAlmostEqual(report.limit_target(19.0), 22.0)
+        cases = {  # shape: {variant: host us}
+            (4096, 4096, "fp32"): {"copy_floor": 40, "memcpy_floor": 44, "cluster_row": 45, "automatic": 46,
+                                   "torch_compile_graph": 50},  # 45 <= 46: met; automatic 1.022x: met
+            (1, 131072, "bf16"): {"copy_floor": 10, "memcpy_floor": 12, "cluster_row": 13.5, "automatic": 14,
+                                  "torch_compile_graph": 13},  # 13.5 <= 13: no; slower than compile; auto 1.037x
+            (16384, 8192, "fp16"): {"copy_floor": 150, "memcpy_floor": 140, "block_row": 170, "automatic": 170,
+                                    "torch_compile_graph": 200}}  # limit memcpy 140, target 161: missed
+        for s in (1, 2):
+            rss = [record(shape, v, 0, [t]) for shape, by_v in cases.items() for v, t in by_v.items()
+                   if not v.startswith("torch_")]
+            torch = [record(shape, v, 0, [t]) for shape, by_v in cases.items() for v, t in by_v.items()
+                     if v.startswith("torch_")]
+            self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash, rounds=1))
+            self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash, rounds=1))
+        summary, markdown, _ = report.compute(self.raw)
+        best = {(b["rows"], b["cols"], b["dtype"]): b for b in summary["best_per_shape"]}
+        b = best[(4096, 4096, "fp32")]
+        self.assertEqual((b["best_rss_variant"], b["limit_variant"], b["limit_target_us"]), ("cluster_row", "copy_floor", 46.0))
+        self.assertTrue(b["within_limit_target"] and b["beats_torch_compile_graph"] and b["automatic_within_3pct"])
+        self.assertTrue(b["targets_met"])
+        b = best[(1, 131072, "bf16")]
+        self.assertEqual((b["within_limit_target"], b["beats_torch_compile_graph"], b["automatic_within_3pct"]),
+                         (False, False, False))
+        self.assertIn("1 x 131072 bf16: automatic is 1.037x the best strategy", markdown)
+        self.assertIn("1 x 131072 bf16: not faster than torch.compile with CUDA Graph replay (13.50 vs 13.00 us)",
+                      markdown)
+        b = best[(16384, 8192, "fp16")]
+        self.assertEqual((b["limit_variant"], b["limit_us"]), ("memcpy_floor", 140.0))
+        self.assertAlmostEqual(b["limit_target_us"], 161.0)
+        self.assertFalse(b["within_limit_target"])
+        self.assertEqual(b["best_rss_variant"], "automatic")  # a tie goes to the first name; automatic counts
+        self.assertIn("16384 x 8192 fp16: best strategy automatic takes 170.00 us, 1.214x the limit "
+                      "(memcpy_floor 140.00 us); target 161.00 us", markdown)
+        # Floors, controls and peers are never the best strategy; block_row and cluster_row are strategies.
+        self.assertEqual([v for v in report.KNOWN_VARIANTS if report.is_strategy(v)], list(records.STRATEGIES))
+
+    def test_sessions_on_one_gpu_fail_verify(self):
+        self.write_tiny(uuid="GPU-d2c7b736-0000")
+        self.build()
+        rc, out = self.verify()
+        self.assertEqual(rc, 1, out)
+        self.assertIn("sessions on one GPU", out)
+        self.assertIn("distinct uuids: no", self.load_out("results.md"))
+        self.write_tiny()  # distinct GPUs: the same records pass
+        self.build()
+        self.assertEqual(self.verify()[0], 0)
+
+    def test_quick_protocol_is_labelled(self):
+        self.write_tiny(sessions=(1,))
+        path = os.path.join(self.raw, "session1_rss.json")
+        doc = json.loads(read(path))
+        doc["context"]["config"]["protocol"] = "quick"
+        self.write("session1_rss.json", doc)
+        _, markdown, _ = report.compute(self.raw)
+        self.assertIn("**Quick protocol** (session(s) 1)", markdown)
 
     def test_inconsistent_metadata_is_a_warning(self):
         self.write_tiny()
@@ -282,6 +353,24 @@ class VerifyTest(Workspace):
         self.assertIn("session1_rss.json: records[2]: 'host_us'", out)
 
 
+class CommandLineTest(unittest.TestCase):
+    def test_help_describes_and_defaults_follow_the_script(self):
+        rc, out = run("report.py", "--help")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("docs/protocol.md", out)
+        self.assertIn("verify", out)
+        rc, out = run("report.py", "verify", "--help")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("distinct", out)
+        self.assertTrue(os.path.isfile(os.path.join(report.TREE, "bench", "tools", "report.py")))
+        # From another directory the defaults still name this repository's records.
+        p = subprocess.run([sys.executable, os.path.join(TOOLS, "report.py"), "verify", "--records",
+                            os.path.join(tempfile.gettempdir(), "no-such-records-dir")],
+                           capture_output=True, text=True, cwd=tempfile.gettempdir())
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no-such-records-dir", p.stdout + p.stderr)
+
+
 class SourceHashTest(Workspace):
     def test_definition_and_exclusions(self):
         h = hashlib.sha256()
@@ -358,7 +447,8 @@ class TuneTest(unittest.TestCase):
         recs = [record((4, 8192, "fp32"), v, rnd, samples)
                 for v, rounds in by_variant.items() for rnd, samples in enumerate(rounds)]
         with open(path, "w") as f:
-            json.dump({"schema": records.SCHEMA, "producer": "rss_bench", "session": 1, "records": recs}, f)
+            json.dump({"schema": records.SCHEMA, "producer": "rss_bench", "session": 1,
+                       "context": {"gpu": "NVIDIA H200"}, "records": recs}, f)
 
     def decide(self, by_variant):
         with tempfile.TemporaryDirectory() as d:
@@ -372,7 +462,9 @@ class TuneTest(unittest.TestCase):
         self.assertEqual([(e[3], e[4]) for e in entries], [("cluster_row:256x32x1", 90.5)])
         self.assertIn("entry", lines[0])
         text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
-        self.assertIn("{DType::fp32, 4, 4, 8192, 8192, Strategy::cluster_row, {256, 32, 1}}", text)
+        entry = next(line for line in text.splitlines() if "Strategy::" in line)
+        for part in ("DType::fp32, 4, 4, 8192, 8192", "Strategy::cluster_row", "{256, 32, 1}"):
+            self.assertIn(part, entry)
         self.assertIn("h200_entry_count = 1;", text)
 
     def test_a_win_within_the_margin_or_not_in_every_round_is_not(self):
@@ -383,9 +475,29 @@ class TuneTest(unittest.TestCase):
         self.assertIn("noise", lines[0])
         self.assertIn("h200_entry_count = 0;", tune.header([], "NVIDIA H200", "h200", ["pilot.json"]))
 
-    def test_the_copy_floor_is_never_a_candidate(self):
-        entries, _ = self.decide({"heuristic": [[100], [100]], "copy_floor": [[50], [50]]})
+    def test_the_floors_are_never_candidates(self):
+        entries, _ = self.decide({"heuristic": [[100], [100]], "copy_floor": [[50], [50]],
+                                  "memcpy_floor": [[40], [40]]})
         self.assertEqual(entries, [])
+
+    def test_command_line_errors_are_one_line_and_diagnostics_go_to_stderr(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "pilot.json")
+            self.pilot(path, {"heuristic": [[100, 101], [100, 102]], "cluster_row:256x32x1": [[90, 91], [92, 90]]})
+            p = subprocess.run([sys.executable, os.path.join(TOOLS, "tune.py"), path, "--name", "h200"],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(p.stdout.startswith("#pragma once"), p.stdout)  # stdout: the header only
+            self.assertIn("on the NVIDIA H200", p.stdout)  # the records' GPU when --device is not given
+            self.assertIn("4x8192 fp32: best cluster_row:256x32x1", p.stderr)
+            for args, needle in (([path, "--device", "NVIDIA H100"], "does not match the records"),
+                                 ([os.path.join(d, "missing.json")], "cannot read"),
+                                 ([path, "--name", "not an identifier"], "not a C++ identifier")):
+                rc, out = run("tune.py", *args, *(["--name", "h200"] if "--name" not in args else []))
+                self.assertEqual(rc, 2, out)
+                self.assertIn(needle, out)
+                self.assertNotIn("Traceback", out)
+                self.assertEqual(len(out.strip().splitlines()), 1, out)
 
 
 if __name__ == "__main__":

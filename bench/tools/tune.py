@@ -12,16 +12,28 @@ the measured shape: the heuristic (include/rss/tuning/auto_select.hpp) decides e
 Tables are generated, never edited by hand:
     python3 bench/tools/tune.py bench/results/pilot/h200_pilot.json --device "NVIDIA H200" \
         --name h200 --out include/rss/tuning/h200_table.hpp
+
+The per-shape decisions go to stderr; the header goes to --out, or to stdout without it. --device must
+name the GPU the records were measured on (their context.gpu); without it, that name is used. The
+measurement protocol is the project's own (docs/protocol.md).
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 from collections import defaultdict
 
-STRATEGIES = ("baseline", "baseline_graph", "local_fusion", "megakernel_grid", "megakernel_row",
-              "control_no_retention", "control_ordinary_launch", "block_row", "cluster_row")
-NOT_CANDIDATES = ("heuristic", "copy_floor")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import records  # noqa: E402  (sibling module: the one list of variants)
+
+# Candidates that can become a table entry: the concrete strategies (automatic is what the table feeds).
+STRATEGIES = tuple(v for v in records.STRATEGIES + records.CONTROLS if v != "automatic")
+NOT_CANDIDATES = ("heuristic",) + records.FLOORS
+
+
+class TuneError(Exception):
+    """A problem with the input files or the arguments, said in one line (no traceback)."""
 DTYPE_ENUM = {"fp32": "DType::fp32", "bf16": "DType::bf16", "fp16": "DType::fp16"}
 
 
@@ -33,13 +45,40 @@ class Timing:
         self.round_medians = [statistics.median(samples) for samples in by_round.values()]
 
 
-def timings(paths):
+def load(path):
+    """One pilot record file, or a TuneError that says what is wrong with it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise TuneError(f"{path}: cannot read: {e.strerror or e}") from e
+    except ValueError as e:
+        raise TuneError(f"{path}: not JSON: {e}") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
+        raise TuneError(f"{path}: not a record file (rss_bench --pilot --session=1 --out=FILE writes one)")
+    return doc
+
+
+def device_of(docs):
+    """The GPU name all files were measured on; a TuneError when they disagree or do not say."""
+    names = {}
+    for path, doc in docs:
+        gpu = (doc.get("context") or {}).get("gpu")
+        if not gpu:
+            raise TuneError(f"{path}: the records do not name their GPU (context.gpu)")
+        names.setdefault(gpu.strip(), []).append(path)
+    if len(names) > 1:
+        raise TuneError("the files were measured on different GPUs: " +
+                        "; ".join(f"{g} ({', '.join(p)})" for g, p in sorted(names.items())))
+    return next(iter(names))
+
+
+def timings(paths, docs=None):
     """{(rows, cols, dtype): {variant: Timing}} over every record of every file (rounds of several
     files are kept apart)."""
     samples = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
+    docs = docs or [(path, load(path)) for path in paths]
+    for path, doc in docs:
         for r in doc["records"]:
             rounds = samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]]
             rounds[(path, doc.get("session"), r["round"])].extend(r["host_us"])
@@ -50,7 +89,7 @@ def parse_variant(name):
     """'cluster_row:512x32x8' -> ('cluster_row', (512, 32, 8)); 'megakernel_grid' -> ('megakernel_grid', None)."""
     strategy, _, config = name.partition(":")
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown variant {name!r}")
+        raise TuneError(f"unknown variant {name!r} (known: {', '.join(STRATEGIES)})")
     return strategy, tuple(int(v) for v in config.split("x")) if config else None
 
 
@@ -102,21 +141,36 @@ def header(entries, device, name, sources):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("pilot", nargs="+", help="pilot record files (rss-records/1)")
-    ap.add_argument("--device", required=True, help='device name the records come from, e.g. "NVIDIA H200"')
+    ap.add_argument("pilot", nargs="+", help="pilot record files (rss-records/1, from rss_bench --pilot)")
+    ap.add_argument("--device", help='GPU the records come from, e.g. "NVIDIA H200": must match their context.gpu '
+                                     "(default: that name)")
     ap.add_argument("--name", required=True, help="C++ identifier prefix, e.g. h200")
     ap.add_argument("--margin", type=float, default=0.03, help="required gain over the heuristic (default 0.03)")
-    ap.add_argument("--out", help="header to write (default: print only)")
+    ap.add_argument("--out", help="header to write (default: print it on stdout)")
     args = ap.parse_args(argv)
-    entries, lines = decide(timings(args.pilot), args.margin)
-    print("\n".join(lines))
-    text = header(entries, args.device, args.name, [p.split("/")[-1] for p in args.pilot])
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-        print(f"wrote {args.out}: {len(entries)} entries")
-    else:
-        print(text)
+    try:
+        if not args.name.isidentifier():
+            raise TuneError(f"--name {args.name!r} is not a C++ identifier")
+        docs = [(path, load(path)) for path in args.pilot]
+        measured_on = device_of(docs)
+        if args.device is not None and args.device.strip() != measured_on:
+            raise TuneError(f"--device {args.device!r} does not match the records, measured on {measured_on!r}")
+        entries, lines = decide(timings(args.pilot, docs), args.margin)
+        text = header(entries, args.device or measured_on, args.name, [p.split("/")[-1] for p in args.pilot])
+        print("\n".join(lines), file=sys.stderr)
+        if args.out:
+            try:
+                with open(args.out, "w") as f:
+                    f.write(text)
+            except OSError as e:
+                raise TuneError(f"{args.out}: cannot write: {e.strerror or e}") from e
+            print(f"wrote {args.out}: {len(entries)} entries", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+    except (TuneError, KeyError, TypeError) as e:
+        what = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+        print(f"tune.py: error: {what}", file=sys.stderr)
+        return 2
     return 0
 
 
