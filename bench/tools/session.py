@@ -31,12 +31,12 @@ import fixture  # noqa: E402
 import records  # noqa: E402
 
 
-def nvidia_smi(fields):
-    """Reads GPU fields through nvidia-smi (an empty dict where it is absent)."""
+def nvidia_smi(fields, gpu=None):
+    """Reads GPU fields through nvidia-smi, of one GPU (UUID) or the first (an empty dict where it is absent)."""
     if shutil.which("nvidia-smi") is None:
         return {}
-    out = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"],
-                         capture_output=True, text=True)
+    out = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+                         + (["-i", gpu] if gpu else []), capture_output=True, text=True)
     if out.returncode != 0:
         return {}
     values = [v.strip() for v in out.stdout.splitlines()[0].split(",")]
@@ -46,14 +46,32 @@ def nvidia_smi(fields):
 CLOCKS = ["clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw", "pstate"]
 
 
-def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note=None, protocol=None):
+def gpu_uuids():
+    """UUIDs of the GPUs nvidia-smi sees, in its order (empty without nvidia-smi)."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"], capture_output=True, text=True)
+    return [line.strip() for line in out.stdout.splitlines() if line.strip().startswith("GPU-")] if out.returncode == 0 else []
+
+
+def session_gpus(sessions, uuids, pinned):
+    """{session: GPU UUID or None}. The protocol wants each session on its own GPU: session N goes to the N-th
+    GPU (cyclically) unless CUDA_VISIBLE_DEVICES already pins one (a UUID pin is kept for reading clocks)."""
+    if pinned is not None:
+        return {s: pinned if pinned.startswith("GPU-") and "," not in pinned else None for s in sessions}
+    if len(uuids) < 2:
+        return {s: None for s in sessions}
+    return {s: uuids[(s - 1) % len(uuids)] for s in sessions}
+
+
+def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note=None, protocol=None, gpu=None):
     """Fills the context fields the C++ bench leaves to the runner, and checks the fixture matches."""
     with open(path) as f:
         doc = json.load(f)
     ctx = doc["context"]
     ctx["source_hash"] = records.source_hash(TREE)
     ctx["clocks_start"], ctx["clocks_end"] = clocks_start, clocks_end
-    driver = nvidia_smi(["driver_version"]).get("driver_version")
+    driver = nvidia_smi(["driver_version"], gpu).get("driver_version")
     if driver:
         ctx["driver"] = driver
     fx = fixture.describe(fixture_seed)
@@ -151,15 +169,24 @@ def main(argv=None):
           % (minutes(estimate), ", plus up to %s for the torch peers" % minutes(args.peers_timeout * len(args.sessions))
              if has_torch else "", args.raw, args.results), file=sys.stderr, flush=True)
 
+    pinned = os.environ.get("CUDA_VISIBLE_DEVICES")
+    gpus = session_gpus(args.sessions, gpu_uuids() if pinned is None else [], pinned)
+    if len(args.sessions) > 1 and pinned is None and len(set(gpus.values())) < len(args.sessions):
+        print("== warning: one GPU for %d sessions; the protocol wants each on its own GPU (report.py verify fails "
+              "otherwise): run the next session on another GPU with --sessions N" % len(args.sessions),
+              file=sys.stderr)
     for session in args.sessions:
         order = "forward" if session % 2 == 1 else "reverse"
-        print("== session %d (shape order %s)" % (session, order), file=sys.stderr, flush=True)
-        clocks_start = nvidia_smi(CLOCKS)
+        gpu = gpus[session]
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu and pinned is None else None
+        print("== session %d (shape order %s%s)" % (session, order, ", on " + gpu if gpu else ""), file=sys.stderr,
+              flush=True)
+        clocks_start = nvidia_smi(CLOCKS, gpu)
         rss_out = os.path.join(args.raw, "session%d_rss.json" % session)
         cmd = [bench, "--session=%d" % session, "--rounds=%d" % args.rounds, "--iterations=%d" % args.iterations,
                "--seed=%d" % args.seed, "--fixture-seed=%d" % args.fixture_seed, "--shape-order=" + order,
                "--shapes=" + bench_shapes, "--out=" + rss_out]
-        rc = subprocess.run(cmd).returncode
+        rc = subprocess.run(cmd, env=env).returncode
         if rc != 0:
             sys.exit("session: rss_bench exited %d%s" % (rc, " (no GPU?)" if rc == 2 else ""))
         peers_note = "torch peers measured" if has_torch else "torch peers not measured: " + why
@@ -171,13 +198,14 @@ def main(argv=None):
                                      "--seed", str(args.seed), "--fixture-seed", str(args.fixture_seed),
                                      "--shapes", shapes, "--dtypes", args.dtypes, "--shape-order", order,
                                      "--out", torch_out,
-                                     "--tree", TREE], timeout=args.peers_timeout).returncode
+                                     "--tree", TREE], timeout=args.peers_timeout, env=env).returncode
             except subprocess.TimeoutExpired:
                 rc = "timeout after %d s" % args.peers_timeout
             if rc != 0:
                 peers_note = "torch peers failed: %s" % rc
                 print("session: " + peers_note, file=sys.stderr)
-        complete_context(rss_out, clocks_start, nvidia_smi(CLOCKS), args.fixture_seed, peers_note, args.protocol)
+        complete_context(rss_out, clocks_start, nvidia_smi(CLOCKS, gpu), args.fixture_seed, peers_note, args.protocol,
+                         gpu)
 
     if not args.no_report:
         rc = subprocess.run([sys.executable, os.path.join(HERE, "report.py"), "build", "--records", args.raw,

@@ -440,6 +440,26 @@ class PeersTest(unittest.TestCase):
         self.assertIn("torch", out)
 
 
+class SessionTest(unittest.TestCase):
+    def test_presets_estimates_and_gpus(self):
+        import session
+        self.assertEqual(session.PRESETS["quick"]["sessions"], [1])
+        self.assertEqual(session.PRESETS["full"]["sessions"], [1, 2])
+        # Fitted so that one session of 3 x 10 over 20 pairs takes the measured 157 s.
+        self.assertAlmostEqual(session.estimate_seconds(1, 20, 3, 10), 156.0)
+        # Each session on its own GPU when there are several; a CUDA_VISIBLE_DEVICES pin wins.
+        self.assertEqual(session.session_gpus([1, 2], ["GPU-a", "GPU-b"], None), {1: "GPU-a", 2: "GPU-b"})
+        self.assertEqual(session.session_gpus([1, 2], ["GPU-a"], None), {1: None, 2: None})
+        self.assertEqual(session.session_gpus([2], ["GPU-a", "GPU-b"], "GPU-z"), {2: "GPU-z"})
+        self.assertEqual(session.session_gpus([1], [], "0"), {1: None})
+
+    def test_help_names_both_protocols(self):
+        rc, out = run("session.py", "--help")
+        self.assertEqual(rc, 0, out)
+        for needle in ("quick", "full", "docs/protocol.md"):
+            self.assertIn(needle, out)
+
+
 class TuneTest(unittest.TestCase):
     """tune.py: an entry only for a clear, consistent win over the heuristic; a header that compiles."""
 
