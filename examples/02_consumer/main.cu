@@ -33,8 +33,10 @@ int main() {
   int devices = 0;
   const cudaError_t err = cudaGetDeviceCount(&devices);
   if (err != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "no CUDA device: %s\n",
-                 err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount found none");
+    // Without a driver CUDA says "driver version is insufficient": name the likelier cause too.
+    std::fprintf(stderr, "no CUDA device: %s%s\n",
+                 err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount found none",
+                 err == cudaErrorInsufficientDriver ? " (no NVIDIA driver is loaded, or it is too old)" : "");
     return 2;
   }
 
