@@ -411,6 +411,41 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
     CHECK_FALSE(list.any_cooperative());
   }
 
+  // rebind: the same layout at other pointers, one element off 16-byte alignment (the cluster kernel changes
+  // from vectors to checked and is planned again), then back; every run matches the reference.
+  {
+    rss::BackwardOperator<float> op;
+    REQUIRE(op.initialize(BackwardStrategy::automatic, x.get<float>(), y.get<float>(), dy.get<float>(), dx.get<float>(),
+                          l, ws.get(), ws_bytes) == Status::success);
+    DeviceBuffer x2(m + 16), y2(m + 16), dy2(m + 16), dx2(m + 16);
+    float* px = x2.get<float>() + 1;
+    float* py = y2.get<float>() + 1;
+    float* pdy = dy2.get<float>() + 1;
+    float* pdx = dx2.get<float>() + 1;
+    RSS_TEST_CUDA(cudaMemcpy(px, p.x.data(), m, cudaMemcpyHostToDevice));
+    RSS_TEST_CUDA(cudaMemcpy(py, p.y.data(), m, cudaMemcpyHostToDevice));
+    RSS_TEST_CUDA(cudaMemcpy(pdy, p.dy.data(), m, cudaMemcpyHostToDevice));
+    for (int pass = 0; pass < 2; ++pass) {
+      float* out = pass == 0 ? pdx : dx.get<float>();
+      const Status s = pass == 0 ? op.rebind(px, py, pdy, pdx, ws.get(), ws_bytes)
+                                 : op.rebind(x.get<float>(), y.get<float>(), dy.get<float>(), dx.get<float>(), ws.get(), ws_bytes);
+      REQUIRE(s == Status::success);
+      RSS_TEST_CUDA(cudaMemset(out, 0xFF, m));
+      REQUIRE(op.run() == Status::success);
+      RSS_TEST_CUDA(cudaDeviceSynchronize());
+      std::vector<float> got(p.x.size());
+      RSS_TEST_CUDA(cudaMemcpy(got.data(), out, m, cudaMemcpyDeviceToHost));
+      CHECK(p.check(got) == "");
+    }
+    CHECK(op.rebind(px, py, pdy, px, ws.get(), ws_bytes) == Status::overlapping_buffers);  // refused: pointers kept
+    RSS_TEST_CUDA(cudaMemset(dx.get(), 0xFF, m));
+    REQUIRE(op.run() == Status::success);
+    RSS_TEST_CUDA(cudaDeviceSynchronize());
+    std::vector<float> got(p.x.size());
+    RSS_TEST_CUDA(cudaMemcpy(got.data(), dx.get(), m, cudaMemcpyDeviceToHost));
+    CHECK(p.check(got) == "");
+  }
+
   // The one-call description: cluster_row on the article's long rows is one launch of 8-block clusters.
   rss::LaunchList list;
   REQUIRE(rss::describe_backward_launches<float>(BackwardStrategy::automatic, 64, 131072, &list) == Status::success);
