@@ -9,7 +9,7 @@ bin=$1 out=$2 what=${3:-all}
 shift 3 || shift $#
 mkdir -p "$out"
 # NCCL 2.28.9 from PyTorch's wheel when there is one (the library the bench binaries load).
-if wheel=$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null); then
+if wheel=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null); then
   export LD_LIBRARY_PATH="$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 {

@@ -345,12 +345,15 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
         BENCH_CUDA(cudaStreamBeginCapture(streams[static_cast<std::size_t>(r)], cudaStreamCaptureModeThreadLocal));
       }
       const rss::Status s = rss::run_sharded(raw.data(), streams.data(), world);
+      std::vector<cudaGraph_t> captured(static_cast<std::size_t>(world), nullptr);
+      for (int r = 0; r < world; ++r) {  // every capture ends before any graph is instantiated
+        cudaSetDevice(r);
+        BENCH_CUDA(cudaStreamEndCapture(streams[static_cast<std::size_t>(r)], &captured[static_cast<std::size_t>(r)]));
+      }
       for (int r = 0; r < world; ++r) {
         cudaSetDevice(r);
-        cudaGraph_t g = nullptr;
-        BENCH_CUDA(cudaStreamEndCapture(streams[static_cast<std::size_t>(r)], &g));
-        BENCH_CUDA(cudaGraphInstantiate(&graphs[static_cast<std::size_t>(r)], g, 0));
-        cudaGraphDestroy(g);
+        BENCH_CUDA(cudaGraphInstantiate(&graphs[static_cast<std::size_t>(r)], captured[static_cast<std::size_t>(r)], 0));
+        cudaGraphDestroy(captured[static_cast<std::size_t>(r)]);
       }
       if (!rss::ok(s)) {
         v.usable = false;

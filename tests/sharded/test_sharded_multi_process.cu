@@ -112,6 +112,9 @@ int worker(int rank, int world, const std::string& id_file, std::uint64_t seed) 
     std::printf("rank %d: ncclCommInitRank failed\n", rank);
     return 2;
   }
+  int loaded = 0;
+  ncclGetVersion(&loaded);
+  if (rank == 0) std::printf("NCCL headers %d, library %d\n", NCCL_VERSION_CODE, loaded);
   Report report;
   int runs = 0;
   for (const Case& c : cases(world)) {

@@ -37,6 +37,9 @@ struct Comms {
     std::vector<int> devices(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) devices[static_cast<std::size_t>(i)] = i;
     if (ncclCommInitAll(comms.data(), n, devices.data()) != ncclSuccess) comms.clear();
+    int loaded = 0;
+    ncclGetVersion(&loaded);
+    std::printf("NCCL headers %d, library %d, %d GPUs\n", NCCL_VERSION_CODE, loaded, n);
   }
   ~Comms() {
     for (ncclComm_t c : comms) ncclCommDestroy(c);
@@ -122,12 +125,20 @@ void run_case(const Case& c, rss::ShardedPath path, Mode mode, Report& report) {
       const rss::Status s = rss::run_sharded(ops.data(), streams.data(), world);
       if (!rss::ok(s)) report.fail(label + ": captured run_sharded: " + rss::status_message(s));
       bool captured = true;
-      for (int r = 0; r < world; ++r) {
+      for (int r = 0; r < world; ++r) {  // every capture ends before any graph is instantiated
         cudaSetDevice(r);
         const cudaError_t e = cudaStreamEndCapture(streams[static_cast<std::size_t>(r)], &graphs[static_cast<std::size_t>(r)]);
-        if (e != cudaSuccess ||
-            cudaGraphInstantiate(&execs[static_cast<std::size_t>(r)], graphs[static_cast<std::size_t>(r)], 0) != cudaSuccess) {
+        if (e != cudaSuccess) {
           report.fail(label + ": capture failed on rank " + std::to_string(r) + ": " + cudaGetErrorString(e));
+          (void)cudaGetLastError();
+          captured = false;
+        }
+      }
+      for (int r = 0; r < world && captured; ++r) {
+        cudaSetDevice(r);
+        const cudaError_t e = cudaGraphInstantiate(&execs[static_cast<std::size_t>(r)], graphs[static_cast<std::size_t>(r)], 0);
+        if (e != cudaSuccess) {
+          report.fail(label + ": instantiate failed on rank " + std::to_string(r) + ": " + cudaGetErrorString(e));
           (void)cudaGetLastError();
           captured = false;
         }

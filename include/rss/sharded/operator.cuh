@@ -109,7 +109,8 @@ class ShardedOperator {
   ///  - invalid_layout on every rank when the ranks disagree (rows, global length, widths that do not
   ///    add up, dtype, path): agreement() says how;
   ///  - for nccl_device: unsupported_device when some rank's LSA team is smaller than the communicator
-  ///    (another node) or clusters do not launch, not_admissible when a share is longer than one
+  ///    (another node), clusters do not launch, or the NCCL library loaded is not the version of the
+  ///    headers rss was compiled with (the device API's structures are compiled in), not_admissible when a share is longer than one
   ///    cluster holds (8 blocks x 512 threads x 32 elements) or nothing is co-resident. automatic then
   ///    takes nccl_host, which runs wherever NCCL does;
   ///  - cuda_error for a failed CUDA or NCCL call (rss::last_cuda_error(), rss::last_nccl_error()).
@@ -147,7 +148,14 @@ class ShardedOperator {
     DeviceInfo info{};
     RSS_TRY(current_device_info(&info));
     mine.sm_count = info.sm_count;
-    mine.device_path_ok = ncclTeamLsa(comm).nRanks == world && info.max_cluster_size > 0 && info.cc_major >= 9 ? 1 : 0;
+    // The device path compiles NCCL's device structures (ncclDevComm, windows) from the headers, so the
+    // library loaded at run time must be the same version (2.28.3's ncclDevComm differs from 2.28.9's).
+    int loaded = 0;
+    if (ncclGetVersion(&loaded) != ncclSuccess) loaded = 0;
+    mine.device_path_ok = ncclTeamLsa(comm).nRanks == world && info.max_cluster_size > 0 && info.cc_major >= 9 &&
+                                  loaded == NCCL_VERSION_CODE
+                              ? 1
+                              : 0;
 
     RankShape* scratch = nullptr;
     RSS_TRY(detail::from_cuda(cudaMalloc(&scratch, sizeof(RankShape) * (world + 1))));
