@@ -12,8 +12,9 @@
 // batched event interval over `iterations` back-to-back calls divided by their number (device_us), the
 // launch metadata (kernels, cluster_size, blocks_per_sm), the logical bytes and the largest per-row error
 // against the double reference (max_rel_err; --check=0 skips it). Variants: two_pass, cluster_row,
-// automatic (the label names its pick), floor; --pilot adds cluster_row under every configuration that
-// holds the row (cluster_row:<threads>x<elems>x<cluster>).
+// automatic (the label names its pick), floor, and the same reading saved row statistics instead of y
+// (two_pass_saved, cluster_row_saved, automatic_saved, floor_saved: 3 N); --pilot adds cluster_row under
+// every configuration that holds the row (cluster_row:<threads>x<elems>x<cluster>).
 #include <benchmark/benchmark.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -85,11 +86,42 @@ __global__ void __launch_bounds__(floor_threads) floor_kernel(const uint4* __res
                         a[v].w ^ b[v].w ^ c[v].w);
 }
 
+// ---- saved state (b): the per-row statistics a forward would write, one block per row ----
+template <class T>
+__global__ void __launch_bounds__(256) stats_kernel(const T* x, std::int64_t cols, rss::RowStatistics* out) {
+  using Reduce = cub::BlockReduce<double, 256>;
+  __shared__ typename Reduce::TempStorage storage;
+  __shared__ double shared_max, shared_sum_sq;
+  const T* row = x + static_cast<std::int64_t>(blockIdx.x) * cols;
+  double m = -INFINITY, sq = 0.0;
+  for (std::int64_t j = threadIdx.x; j < cols; j += 256) {
+    const double v = rss::detail::StorageTraits<T>::to_float(row[j]);
+    m = fmax(m, v);
+    sq += v * v;
+  }
+  m = Reduce(storage).Reduce(m, [](double a, double b) { return fmax(a, b); });
+  __syncthreads();
+  sq = Reduce(storage).Sum(sq);
+  if (threadIdx.x == 0) {
+    shared_max = m;
+    shared_sum_sq = sq;
+  }
+  __syncthreads();
+  const double r = 1.0 / sqrt(shared_sum_sq / static_cast<double>(cols) + 1e-5);
+  double z = 0.0;
+  for (std::int64_t j = threadIdx.x; j < cols; j += 256)
+    z += exp(r * (static_cast<double>(rss::detail::StorageTraits<T>::to_float(row[j])) - shared_max));
+  __syncthreads();
+  z = Reduce(storage).Sum(z);
+  if (threadIdx.x == 0) out[blockIdx.x] = {static_cast<float>(shared_max), static_cast<float>(r), static_cast<float>(z)};
+}
+
 // ---- problems: device matrices shared by every variant of a (dtype, shape) ----
 struct Problem {
   rss::DType dtype;
   std::int64_t rows, cols;
   void *x = nullptr, *y = nullptr, *dy = nullptr, *dx = nullptr;
+  rss::RowStatistics* stats = nullptr;
   std::vector<float> hx, hy, hdy;  // as stored (exact in float), for the reference (only with --check)
   std::size_t bytes() const { return static_cast<std::size_t>(rows * cols) * rss::dtype_bytes(dtype); }
 };
@@ -135,6 +167,9 @@ void fill(Problem& p, cudaStream_t stream) {
     std::fprintf(stderr, "rss_backward_bench: forward: %s\n", rss::status_message(s));
     std::exit(1);
   }
+  BENCH_CUDA(cudaMalloc(&p.stats, static_cast<std::size_t>(p.rows) * sizeof(rss::RowStatistics)));
+  stats_kernel<T><<<static_cast<unsigned>(p.rows), 256, 0, stream>>>(static_cast<const T*>(p.x), p.cols, p.stats);
+  BENCH_CUDA(cudaGetLastError());
   BENCH_CUDA(cudaStreamSynchronize(stream));
   if (ws != nullptr) BENCH_CUDA(cudaFree(ws));
   if (g_options.check) {
@@ -196,9 +231,10 @@ double max_error(const Problem& p) {
 
 struct Variant {
   std::string name;
-  rss::BackwardStrategy strategy;  // ignored by the floor
+  rss::BackwardStrategy strategy;  // ignored by the floors
   bool floor = false;
   rss::BackwardClusterConfig config{};  // pilot: a cluster_row configuration
+  bool saved = false;                   // saved state (b): x, dy and row statistics; floor: 3 N bytes
 };
 
 template <class T>
@@ -220,8 +256,10 @@ void run_variant(benchmark::State& st, const Variant& v, std::int64_t rows, std:
   if (!v.floor) {
     rss::backward_workspace_bytes<T>(v.strategy, rows, cols, &ws_bytes);
     if (ws_bytes > 0) BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
-    const rss::Status s = op.initialize(v.strategy, x, y, dy, dx, rss::BackwardLayout::contiguous(rows, cols), ws,
-                                        ws_bytes, g_stream, v.config.cluster_size > 0 ? &v.config : nullptr);
+    const rss::BackwardClusterConfig* preferred = v.config.cluster_size > 0 ? &v.config : nullptr;
+    const rss::BackwardLayout layout = rss::BackwardLayout::contiguous(rows, cols);
+    const rss::Status s = v.saved ? op.initialize_saved(v.strategy, x, p.stats, dy, dx, layout, ws, ws_bytes, g_stream, preferred)
+                                  : op.initialize(v.strategy, x, y, dy, dx, layout, ws, ws_bytes, g_stream, preferred);
     if (!rss::ok(s) || (v.config.cluster_size > 0 && !(op.cluster_plan().config == v.config))) {
       st.SkipWithError(rss::ok(s) ? "configuration not used for this row" : rss::status_message(s));
       if (ws != nullptr) cudaFree(ws);
@@ -230,8 +268,10 @@ void run_variant(benchmark::State& st, const Variant& v, std::int64_t rows, std:
   }
   const auto call = [&] {
     if (v.floor) {
+      // floor: reads x, y, dy, writes dx (4 N). floor_saved: reads x and dy, writes dx (3 N; dy's two reads
+      // are one load).
       floor_kernel<<<floor_blocks, floor_threads, 0, g_stream>>>(static_cast<const uint4*>(p.x),
-                                                                 static_cast<const uint4*>(p.y),
+                                                                 static_cast<const uint4*>(v.saved ? p.dy : p.y),
                                                                  static_cast<const uint4*>(p.dy),
                                                                  static_cast<uint4*>(p.dx), vectors);
       BENCH_CUDA(cudaGetLastError());
@@ -290,13 +330,13 @@ void run_variant(benchmark::State& st, const Variant& v, std::int64_t rows, std:
   st.counters["host_p10_us"] = at(0.1);
   st.counters["host_p90_us"] = at(0.9);
   st.counters["device_us"] = 1e3 * ms / g_options.iterations;
-  st.counters["logical_bytes"] = 4.0 * static_cast<double>(p.bytes());
+  st.counters["logical_bytes"] = (v.saved ? 3.0 : 4.0) * static_cast<double>(p.bytes());
   st.counters["max_rel_err"] = error;
   rss::LaunchList list;
   if (v.floor) {
     st.counters["kernels"] = 1;
     st.counters["cluster_size"] = 1;
-    st.SetLabel("floor");
+    st.SetLabel(v.name);
   } else if (rss::ok(op.describe(&list))) {
     st.counters["kernels"] = static_cast<double>(list.kernels);
     st.counters["cluster_size"] = list.size > 0 ? list.items[0].cluster_size : 0;
@@ -362,7 +402,11 @@ int main(int argc, char** argv) {
   std::vector<Variant> base = {{"two_pass", rss::BackwardStrategy::two_pass},
                                {"cluster_row", rss::BackwardStrategy::cluster_row},
                                {"automatic", rss::BackwardStrategy::automatic},
-                               {"floor", rss::BackwardStrategy::automatic, true}};
+                               {"floor", rss::BackwardStrategy::automatic, true},
+                               {"floor_saved", rss::BackwardStrategy::automatic, true, {}, true},
+                               {"two_pass_saved", rss::BackwardStrategy::two_pass, false, {}, true},
+                               {"cluster_row_saved", rss::BackwardStrategy::cluster_row, false, {}, true},
+                               {"automatic_saved", rss::BackwardStrategy::automatic, false, {}, true}};
   for (const std::string& dtype_name : split(g_options.dtypes, ',')) {
     rss::DType dtype;
     if (dtype_name == "fp32") dtype = rss::DType::fp32;
@@ -409,6 +453,6 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   for (auto& [k, p] : g_problems)
-    for (void* ptr : {p->x, p->y, p->dy, p->dx}) cudaFree(ptr);
+    for (void* ptr : {p->x, p->y, p->dy, p->dx, static_cast<void*>(p->stats)}) cudaFree(ptr);
   return 0;
 }

@@ -9,7 +9,8 @@ blocks_per_sm, logical_bytes, max_rel_err, label, ratio_to_floor}: host_us is th
 (repetitions) of each round's median host completion time. best_per_shape compares the best rss backward
 strategy with the floor (target: within 1.25x where the floor is at least 20 us) and with torch.compile's
 backward under graph replay, and forward+backward through the PyTorch operator with torch.compile of the
-composed expression (both replayed from graphs, and both without graphs).
+composed expression (both replayed from graphs, and both without graphs). Saved state (b) (the *_saved
+variants: y recomputed from per-row statistics) is compared with its own floor, floor_saved (3 N).
 """
 import argparse
 import json
@@ -17,6 +18,7 @@ import statistics
 import sys
 
 RSS_BACKWARD = ("two_pass", "cluster_row", "automatic")
+RSS_SAVED = ("two_pass_saved", "cluster_row_saved", "automatic_saved")  # saved state (b): 3 N, own floor
 
 
 def rss_rows(path):
@@ -89,7 +91,7 @@ def main(argv=None):
     by = {(r["rows"], r["cols"], r["dtype"], r["variant"]): r for r in rows if "host_us" in r}
     shapes = sorted({(r["rows"], r["cols"], r["dtype"]) for r in rows})
     for r in rows:
-        floor = by.get((r["rows"], r["cols"], r["dtype"], "floor"))
+        floor = by.get((r["rows"], r["cols"], r["dtype"], "floor_saved" if r["variant"].endswith("_saved") else "floor"))
         if floor and "host_us" in r:
             r["ratio_to_floor"] = r["host_us"] / floor["host_us"]
 
@@ -115,6 +117,12 @@ def main(argv=None):
             entry["torch_compile_bwd_graph_us"] = peer
             entry["beats_torch_compile_bwd_graph"] = b["host_us"] < peer if peer else None
             entry["torch_eager_bwd_us"] = us(shape, "torch_eager_bwd")
+        saved = [r for k, r in by.items() if k[:3] == shape and k[3] in RSS_SAVED]
+        floor_saved = us(shape, "floor_saved")
+        if saved:
+            b = min(saved, key=lambda r: r["host_us"])
+            entry.update({"best_saved_variant": b["variant"], "saved_host_us": b["host_us"], "floor_saved_us": floor_saved,
+                          "saved_ratio_to_floor": b["host_us"] / floor_saved if floor_saved else None})
         for mode in ("_graph", ""):
             ours, theirs = us(shape, "rss_op_fwdbwd" + mode), us(shape, "torch_compile_fwdbwd" + mode)
             entry["rss_op_fwdbwd" + mode + "_us"] = ours

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -49,6 +50,8 @@ struct Problem {
   std::vector<double> ref;     // rows x cols, dense
   std::vector<double> denom;   // per row: max(||ref||, r ||y * dy||), the scale fp32 arithmetic errs against
   std::vector<bool> special;   // rows expected all NaN
+  std::vector<rss::RowStatistics> stats;  // saved state (b): per-row statistics of the stored x
+  std::vector<double> ref_saved;          // the reference with y recomputed from `stats`
 
   Problem(const BackwardLayout& layout, std::uint64_t seed, const std::vector<Special>& specials = {}) : l(layout) {
     const std::int64_t R = l.rows, C = l.cols;
@@ -59,6 +62,8 @@ struct Problem {
     y.assign(static_cast<std::size_t>(extent(l.ld_y)), from_float<T>(std::nanf("")));
     dy.assign(static_cast<std::size_t>(extent(l.ld_dy)), from_float<T>(std::nanf("")));
     ref.assign(static_cast<std::size_t>(R * C), 0.0);
+    ref_saved.assign(static_cast<std::size_t>(R * C), 0.0);
+    stats.assign(static_cast<std::size_t>(R), rss::RowStatistics{});
     denom.assign(static_cast<std::size_t>(R), 0.0);
     special.assign(static_cast<std::size_t>(R), false);
     std::vector<double> xr(C), yr(C), gr(C), dxr(C);
@@ -83,6 +88,24 @@ struct Problem {
         xr[j] = to_double(xt);
         gr[j] = to_double(gt);
       }
+      // Saved statistics (what a forward pass would write) and the gradient with y recomputed from them.
+      {
+        double m = -INFINITY, sum_sq = 0.0;
+        for (std::int64_t j = 0; j < C; ++j) {
+          m = std::max(m, xr[j]);
+          if (std::isnan(xr[j])) m = xr[j];
+          sum_sq += xr[j] * xr[j];
+        }
+        const auto r = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(C) + rss::reference::epsilon));
+        double z = 0.0;
+        for (std::int64_t j = 0; j < C; ++j) z += std::exp(static_cast<double>(r) * (xr[j] - m));
+        const rss::RowStatistics st{static_cast<float>(m), r, static_cast<float>(z)};
+        stats[static_cast<std::size_t>(i)] = st;
+        for (std::int64_t j = 0; j < C; ++j)
+          yr[j] = std::exp(static_cast<double>(st.inv_rms) * (xr[j] - static_cast<double>(st.max))) / static_cast<double>(st.sum);
+        rss::reference::rms_scaled_softmax_backward_row(xr.data(), yr.data(), gr.data(), dxr.data(), C);
+        for (std::int64_t j = 0; j < C; ++j) ref_saved[static_cast<std::size_t>(i * C + j)] = dxr[j];
+      }
       rss::reference::rms_scaled_softmax_row(xr.data(), yr.data(), C);
       for (std::int64_t j = 0; j < C; ++j) {
         const T yt = from_float<T>(static_cast<float>(yr[j]));
@@ -105,7 +128,8 @@ struct Problem {
   std::int64_t extent(std::int64_t ld) const { return l.empty() ? 0 : (l.rows - 1) * ld + l.cols; }
 
   /// Empty when dx (leading dimension ld_dx) matches the reference; else a description of the first bad row.
-  std::string check(const std::vector<T>& dx) const {
+  std::string check(const std::vector<T>& dx, bool saved = false) const {
+    const std::vector<double>& ref = saved ? ref_saved : this->ref;
     const double tol = rss::reference::backward_tolerance(sizeof(T) == 4);
     for (std::int64_t i = 0; i < l.rows; ++i) {
       if (special[i]) {
@@ -136,7 +160,7 @@ struct Problem {
 /// poisoned (or dx == dy when in place), the result and dx's padding checked. Returns the call's status.
 template <class T>
 Status run_case(BackwardStrategy strategy, const Problem<T>& p, bool in_place, int shift, std::string* failure,
-                BackwardStrategy* ran = nullptr) {
+                BackwardStrategy* ran = nullptr, bool saved = false) {
   const BackwardLayout& l = p.l;
   const auto bytes = [&](std::int64_t ld) { return static_cast<std::size_t>(p.extent(ld) + shift) * sizeof(T); };
   DeviceBuffer bx(bytes(l.ld_x)), by(bytes(l.ld_y)), bdy(bytes(l.ld_dy)), bdx(in_place ? 0 : bytes(l.ld_dx));
@@ -152,7 +176,12 @@ Status run_case(BackwardStrategy strategy, const Problem<T>& p, bool in_place, i
   std::size_t ws_bytes = 0;
   REQUIRE(rss::backward_workspace_bytes<T>(strategy, l.rows, l.cols, &ws_bytes) == Status::success);
   DeviceBuffer ws(ws_bytes);
-  const Status s = rss::rms_scaled_softmax_backward<T>(strategy, x, y, dy, dx, l, ws.get(), ws_bytes, nullptr, ran);
+  DeviceBuffer stats(p.stats.size() * sizeof(rss::RowStatistics));
+  RSS_TEST_CUDA(cudaMemcpy(stats.get(), p.stats.data(), stats.bytes(), cudaMemcpyHostToDevice));
+  if (saved) RSS_TEST_CUDA(cudaMemset(by.get(), 0xFF, by.bytes()));  // y is not an input: NaN would show
+  const Status s = saved ? rss::rms_scaled_softmax_backward_saved<T>(strategy, x, stats.get<rss::RowStatistics>(), dy,
+                                                                     dx, l, ws.get(), ws_bytes, nullptr, ran)
+                         : rss::rms_scaled_softmax_backward<T>(strategy, x, y, dy, dx, l, ws.get(), ws_bytes, nullptr, ran);
   RSS_TEST_CUDA(cudaDeviceSynchronize());
   const std::size_t total = (in_place ? bdy.bytes() : bdx.bytes()) / sizeof(T);
   std::vector<T> out(total);
@@ -168,7 +197,7 @@ Status run_case(BackwardStrategy strategy, const Problem<T>& p, bool in_place, i
     }
     return s;
   }
-  *failure = p.check(dx_host);
+  *failure = p.check(dx_host, saved);
   if (failure->empty() && !in_place) {
     // dx's padding between rows stays poisoned (NaN bytes 0xFF).
     for (std::int64_t k = 0; k < static_cast<std::int64_t>(dx_host.size()); ++k) {
@@ -189,15 +218,15 @@ bool cluster_holds(std::int64_t cols, rss::DType dtype) {
 
 template <class T>
 void check_strategies(const BackwardLayout& l, std::uint64_t seed, bool in_place, int shift,
-                      const std::vector<Special>& specials = {}) {
+                      const std::vector<Special>& specials = {}, bool saved = false) {
   const Problem<T> p(l, seed, specials);
   for (const BackwardStrategy strategy : kStrategies) {
     INFO(type_name<T>() << " " << rss::backward_strategy_name(strategy) << " " << l.rows << " x " << l.cols << " ld "
                         << l.ld_x << "/" << l.ld_y << "/" << l.ld_dy << "/" << l.ld_dx << (in_place ? " in place" : "")
-                        << " shift " << shift << " seed " << seed);
+                        << " shift " << shift << " seed " << seed << (saved ? " saved statistics" : ""));
     std::string failure;
     BackwardStrategy ran{};
-    const Status s = run_case<T>(strategy, p, in_place, shift, &failure, &ran);
+    const Status s = run_case<T>(strategy, p, in_place, shift, &failure, &ran, saved);
     const bool holds = cluster_holds(l.cols, rss::detail::StorageTraits<T>::dtype);
     if (strategy == BackwardStrategy::cluster_row && !holds && !l.empty()) {
       CHECK(s == Status::not_admissible);
@@ -259,6 +288,37 @@ TEST_CASE("backward: NaN and infinity in x or dy make their row NaN, like the re
     check_strategies<__nv_bfloat16>(BackwardLayout::contiguous(7, cols), seed, false, 0, specials);
     check_strategies<__half>(BackwardLayout::contiguous(7, cols), seed, true, 0, specials);
   }
+}
+
+TEST_CASE("backward from saved row statistics (y recomputed): shapes, layouts, IEEE rows", "[gpu][backward][saved]") {
+  REQUIRE(rss_test::has_device());
+  const std::vector<Special> specials = {Special::none, Special::x_nan, Special::x_pos_inf, Special::x_neg_inf,
+                                         Special::dy_nan, Special::dy_pos_inf, Special::none};
+  for (const std::int64_t cols : {1, 7, 1000, 4099, 8192, 32768, 131072, 131079}) {
+    const std::uint64_t seed = rss_test::fresh_seed();
+    const std::int64_t rows = cols > 10000 ? 3 : 9;
+    check_strategies<float>(BackwardLayout::contiguous(rows, cols), seed, false, 0, {}, true);
+    check_strategies<float>(BackwardLayout{rows, cols, cols + 3, cols, cols + 5, cols + 1}, seed, false, 1, {}, true);
+    check_strategies<float>(BackwardLayout{rows, cols, cols + 8, cols, cols + 8, cols + 8}, seed, true, 0, {}, true);
+    check_strategies<__nv_bfloat16>(BackwardLayout::contiguous(rows, cols), seed, true, 0, {}, true);
+    check_strategies<__half>(BackwardLayout{rows, cols, cols + 1, cols, cols + 2, cols + 2}, seed, true, 3, {}, true);
+    if (cols >= 7) check_strategies<float>(BackwardLayout::contiguous(7, cols), seed, false, 0, specials, true);
+  }
+  // Refusals: no statistics, dx over the statistics.
+  const std::int64_t rows = 4, cols = 64;
+  DeviceBuffer x(rows * cols * 4), dy(rows * cols * 4), dx(rows * cols * 4 + 256);
+  rss_test::poison(dx);
+  const BackwardLayout l = BackwardLayout::contiguous(rows, cols);
+  CHECK(rss::rms_scaled_softmax_backward_saved<float>(BackwardStrategy::cluster_row, x.get<float>(), nullptr,
+                                                      dy.get<float>(), dx.get<float>(), l, nullptr, 0) ==
+        Status::null_pointer);
+  CHECK(rss::rms_scaled_softmax_backward_saved<float>(BackwardStrategy::cluster_row, x.get<float>(),
+                                                      reinterpret_cast<const rss::RowStatistics*>(dx.get<float>() + 8),
+                                                      dy.get<float>(), dx.get<float>(), l, nullptr, 0) ==
+        Status::overlapping_buffers);
+  std::vector<unsigned char> after(dx.bytes());
+  RSS_TEST_CUDA(cudaMemcpy(after.data(), dx.get(), dx.bytes(), cudaMemcpyDeviceToHost));
+  CHECK(std::all_of(after.begin(), after.end(), [](unsigned char b) { return b == 0xFF; }));
 }
 
 TEST_CASE("backward: random shapes, layouts, storage types and strategies", "[gpu][backward][random]") {

@@ -133,3 +133,26 @@ TEST_CASE("backward strategy names", "[cpu][backward]") {
   CHECK(std::string(rss::backward_strategy_name(rss::BackwardStrategy::automatic)) == "automatic");
   CHECK(std::string(rss::backward_strategy_name(static_cast<rss::BackwardStrategy>(42))) == "unknown");
 }
+
+TEST_CASE("backward call validation with saved statistics: no y, the statistics may not overlap dx",
+          "[cpu][backward][validate]") {
+  alignas(256) static unsigned char buffer[4096];
+  const BackwardLayout l{2, 3, 3, 0, 3, 3};  // ld_y is not used
+  const void* x = buffer;
+  const void* stats = buffer + 256;  // 2 rows x 12 bytes
+  const void* dy = buffer + 512;
+  const void* dx = buffer + 768;
+  const auto call = [&](const void* a, const void* s, const void* g, const void* d, const void* w = nullptr,
+                        std::size_t required = 0) {
+    return rss::validate_backward_saved_call(a, s, 12, g, d, l, 4, w, 256, required);
+  };
+  CHECK(call(x, stats, dy, dx) == Status::success);
+  CHECK(call(x, nullptr, dy, dx) == Status::null_pointer);
+  CHECK(call(x, stats, dy, dy) == Status::success);                      // in place
+  CHECK(call(x, buffer + 768 + 20, dy, dx) == Status::overlapping_buffers);  // statistics inside dx
+  CHECK(call(x, stats, dy, buffer + 256 + 16) == Status::overlapping_buffers);
+  CHECK(call(x, stats, dy, dx, buffer + 256, 256) == Status::overlapping_buffers);  // workspace over the statistics
+  CHECK(call(x, stats, dy, dx, buffer + 1024, 256) == Status::success);
+  CHECK(rss::validate_backward_saved_call(x, stats, 12, dy, dx, BackwardLayout{2, 3, 2, 0, 3, 3}, 4, nullptr, 0, 0) ==
+        Status::invalid_layout);
+}

@@ -51,15 +51,21 @@ inline Status check_memory(const void* p, int device) noexcept {
   return Status::not_device_memory;
 }
 
-/// validate_backward_call, then: a device exists and every matrix (and the workspace, when needed) is its memory.
-inline Status validate_device(const void* x, const void* y, const void* dy, const void* dx, const BackwardLayout& l,
-                              std::size_t element_bytes, const void* workspace, std::size_t workspace_bytes,
-                              std::size_t required) noexcept {
-  RSS_TRY(validate_backward_call(x, y, dy, dx, l, element_bytes, workspace, workspace_bytes, required));
+/// validate_backward_call (or, with `stats`, validate_backward_saved_call), then: a device exists and every
+/// matrix (and the statistics and the workspace, when used) is its memory.
+inline Status validate_device(const void* x, const void* y, const RowStatistics* stats, const void* dy, const void* dx,
+                              const BackwardLayout& l, std::size_t element_bytes, const void* workspace,
+                              std::size_t workspace_bytes, std::size_t required) noexcept {
+  if (stats != nullptr) {
+    RSS_TRY(validate_backward_saved_call(x, stats, sizeof(RowStatistics), dy, dx, l, element_bytes, workspace,
+                                         workspace_bytes, required));
+  } else {
+    RSS_TRY(validate_backward_call(x, y, dy, dx, l, element_bytes, workspace, workspace_bytes, required));
+  }
   if (l.empty()) return Status::success;
   int device = 0;
   RSS_TRY(current_device_index(&device));
-  for (const void* p : {x, y, dy, dx}) RSS_TRY(check_memory(p, device));
+  for (const void* p : {x, stats != nullptr ? static_cast<const void*>(stats) : y, dy, dx}) RSS_TRY(check_memory(p, device));
   if (required > 0) RSS_TRY(check_memory(workspace, device));
   return Status::success;
 }
@@ -100,16 +106,34 @@ Status backward_workspace_bytes(BackwardStrategy strategy, std::int64_t rows, st
 template <class T>
 class BackwardOperator {
  public:
+  /// Saved state (a): reads x, y (the forward's output) and dy.
   Status initialize(BackwardStrategy strategy, const T* x, const T* y, const T* dy, T* dx, const BackwardLayout& layout,
                     void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr,
                     const BackwardClusterConfig* preferred = nullptr) noexcept {
+    return prepare(strategy, x, y, nullptr, dy, dx, layout, workspace, workspace_bytes, stream, preferred);
+  }
+
+  /// Saved state (b): reads x, dy and each row's statistics (written by a forward pass), recomputes y.
+  /// layout.ld_y is not used.
+  Status initialize_saved(BackwardStrategy strategy, const T* x, const RowStatistics* stats, const T* dy, T* dx,
+                          const BackwardLayout& layout, void* workspace, std::size_t workspace_bytes,
+                          cudaStream_t stream = nullptr, const BackwardClusterConfig* preferred = nullptr) noexcept {
+    if (stats == nullptr && !layout.empty()) return Status::null_pointer;
+    return prepare(strategy, x, nullptr, stats, dy, dx, layout, workspace, workspace_bytes, stream, preferred);
+  }
+
+ private:
+  Status prepare(BackwardStrategy strategy, const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx,
+                 const BackwardLayout& layout, void* workspace, std::size_t workspace_bytes, cudaStream_t stream,
+                 const BackwardClusterConfig* preferred) noexcept {
     (void)stream;  // nothing to prepare on the stream: kept for the forward's signature
     ready_ = false;
     std::size_t required = 0;
     RSS_TRY(backward_workspace_bytes<T>(strategy, layout.rows, layout.cols, &required));
-    RSS_TRY(detail::backward::validate_device(x, y, dy, dx, layout, sizeof(T), workspace, workspace_bytes, required));
+    RSS_TRY(detail::backward::validate_device(x, y, stats, dy, dx, layout, sizeof(T), workspace, workspace_bytes, required));
     x_ = x;
     y_ = y;
+    stats_ = stats;
     dy_ = dy;
     dx_ = dx;
     layout_ = layout;
@@ -131,6 +155,8 @@ class BackwardOperator {
     return prepare_two_pass();
   }
 
+ public:
+
   /// Launches on `stream`; asynchronous. `ran` (optional) receives the strategy that ran.
   Status run(cudaStream_t stream = nullptr, BackwardStrategy* ran = nullptr) const noexcept {
     if (!ready_) return Status::invalid_strategy;
@@ -148,24 +174,41 @@ class BackwardOperator {
   /// fresh tensors on every step): validated like initialize(), planned again only when their alignment
   /// changes the kernel. On a refusal the operator keeps its previous pointers.
   Status rebind(const T* x, const T* y, const T* dy, T* dx, void* workspace, std::size_t workspace_bytes) noexcept {
+    if (stats_ != nullptr) return Status::invalid_strategy;  // initialised with saved statistics: rebind_saved
+    return rebind_any(x, y, nullptr, dy, dx, workspace, workspace_bytes);
+  }
+
+  /// rebind for an operator initialised with initialize_saved().
+  Status rebind_saved(const T* x, const RowStatistics* stats, const T* dy, T* dx, void* workspace,
+                      std::size_t workspace_bytes) noexcept {
+    if (stats_ == nullptr && !layout_.empty()) return Status::invalid_strategy;
+    if (stats == nullptr && !layout_.empty()) return Status::null_pointer;
+    return rebind_any(x, nullptr, stats, dy, dx, workspace, workspace_bytes);
+  }
+
+ private:
+  Status rebind_any(const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx, void* workspace,
+                    std::size_t workspace_bytes) noexcept {
     if (!ready_) return Status::invalid_strategy;
     std::size_t required = 0;
     RSS_TRY(backward_workspace_bytes<T>(requested_, layout_.rows, layout_.cols, &required));
-    RSS_TRY(detail::backward::validate_device(x, y, dy, dx, layout_, sizeof(T), workspace, workspace_bytes, required));
+    RSS_TRY(detail::backward::validate_device(x, y, stats, dy, dx, layout_, sizeof(T), workspace, workspace_bytes, required));
     if (strategy_ == BackwardStrategy::cluster_row && !layout_.empty() &&
-        detail::backward::cluster_row::fit_of(x, y, dy, dx, layout_) != cluster_.fit) {
+        detail::backward::cluster_row::fit_of(x, y != nullptr ? y : x, dy, dx, layout_) != cluster_.fit) {
       detail::backward::cluster_row::Plan plan;
       RSS_TRY(detail::backward::cluster_row::make_plan<T>(x, y, dy, dx, layout_, preferred(), &plan));
       cluster_ = plan;
     }
     x_ = x;
     y_ = y;
+    stats_ = stats;
     dy_ = dy;
     dx_ = dx;
     workspace_ = workspace;
     return Status::success;
   }
 
+ public:
   /// The launches run() makes, without making them.
   Status describe(LaunchList* out) const noexcept {
     if (out == nullptr) return Status::null_pointer;
@@ -201,13 +244,14 @@ class BackwardOperator {
   Status launch(BackwardStrategy s, const detail::Launcher& launcher) const noexcept {
     if (layout_.empty()) return Status::success;
     if (s == BackwardStrategy::cluster_row) {
-      return detail::backward::cluster_row::launch<T>(cluster_, x_, y_, dy_, dx_, layout_, launcher);
+      return detail::backward::cluster_row::launch<T>(cluster_, x_, y_, stats_, dy_, dx_, layout_, launcher);
     }
-    return detail::backward::two_pass::launch<T>(x_, y_, dy_, dx_, layout_, workspace_, sm_count_, launcher);
+    return detail::backward::two_pass::launch<T>(x_, y_, stats_, dy_, dx_, layout_, workspace_, sm_count_, launcher);
   }
 
   const T* x_ = nullptr;
   const T* y_ = nullptr;
+  const RowStatistics* stats_ = nullptr;  // saved state (b): y recomputed from these (y_ is null)
   const T* dy_ = nullptr;
   T* dx_ = nullptr;
   BackwardLayout layout_{};
@@ -229,6 +273,17 @@ Status rms_scaled_softmax_backward(BackwardStrategy strategy, const T* x, const 
                                    cudaStream_t stream = nullptr, BackwardStrategy* ran = nullptr) noexcept {
   BackwardOperator<T> op;
   RSS_TRY(op.initialize(strategy, x, y, dy, dx, layout, workspace, workspace_bytes, stream));
+  return op.run(stream, ran);
+}
+
+/// One call with saved state (b): x, dy and each row's statistics (see RowStatistics); y is recomputed.
+template <class T>
+Status rms_scaled_softmax_backward_saved(BackwardStrategy strategy, const T* x, const RowStatistics* stats, const T* dy,
+                                         T* dx, const BackwardLayout& layout, void* workspace,
+                                         std::size_t workspace_bytes, cudaStream_t stream = nullptr,
+                                         BackwardStrategy* ran = nullptr) noexcept {
+  BackwardOperator<T> op;
+  RSS_TRY(op.initialize_saved(strategy, x, stats, dy, dx, layout, workspace, workspace_bytes, stream));
   return op.run(stream, ran);
 }
 
@@ -259,9 +314,9 @@ Status describe_backward_launches(BackwardStrategy strategy, std::int64_t rows, 
   if (cluster) {
     detail::backward::cluster_row::Plan plan;
     RSS_TRY(detail::backward::cluster_row::make_plan<T>(fake(0), fake(1), fake(2), fake(3), l, nullptr, &plan));
-    RSS_TRY(detail::backward::cluster_row::launch<T>(plan, fake(0), fake(1), fake(2), fake(3), l, dry));
+    RSS_TRY(detail::backward::cluster_row::launch<T>(plan, fake(0), fake(1), nullptr, fake(2), fake(3), l, dry));
   } else if (strategy == BackwardStrategy::two_pass || strategy == BackwardStrategy::automatic) {
-    RSS_TRY(detail::backward::two_pass::launch<T>(fake(0), fake(1), fake(2), fake(3), l, fake(4), sm_count, dry));
+    RSS_TRY(detail::backward::two_pass::launch<T>(fake(0), fake(1), nullptr, fake(2), fake(3), l, fake(4), sm_count, dry));
   } else {
     return Status::invalid_strategy;
   }

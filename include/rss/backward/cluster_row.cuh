@@ -35,10 +35,11 @@ enum class Fit {
   vectors,  // all four matrices 16-byte aligned with whole vectors per row: one test per vector
 };
 
-template <Fit F, class T, int Threads, int Elems>
-__device__ __forceinline__ void process_row(const T* x, const T* y, const T* g, T* dx, std::int64_t n, std::int64_t cols,
-                                            int cluster_size, ClusterStart& start, SharedState<Threads>& shared,
-                                            RowSums* slots) {
+/// One row's share: x, y (or, when Saved, the row's statistics to recompute y from x) and dy in, dx out.
+template <Fit F, bool Saved, class T, int Threads, int Elems>
+__device__ __forceinline__ void process_row(const T* x, const T* y, const RowStatistics* stats, const T* g, T* dx,
+                                            std::int64_t n, std::int64_t cols, int cluster_size, ClusterStart& start,
+                                            SharedState<Threads>& shared, RowSums* slots) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   constexpr int V = Elems / W;
@@ -66,21 +67,33 @@ __device__ __forceinline__ void process_row(const T* x, const T* y, const T* g, 
     }
   };
 
-  // All loads first: 3 V of them in flight per thread.
-  Vector<T> xv[V], yv[V], gv[V];
+  // All loads first: 3 V (Saved: 2 V) of them in flight per thread.
+  Vector<T> xv[V], yv[Saved ? 1 : V], gv[V];
+  RowStatistics saved{};
+  if constexpr (Saved) saved = *stats;
   load(x, F != Fit::checked || aligned(x), xv);
-  load(y, F != Fit::checked || aligned(y), yv);
+  if constexpr (!Saved) load(y, F != Fit::checked || aligned(y), yv);
   load(g, F != Fit::checked || aligned(g), gv);
+  const SavedRow recompute = saved_row(saved);
+  const auto y_at = [&](int u, int e) {
+    if constexpr (Saved) return recompute.y(Traits::to_float(xv[u].v[e]));
+    else return Traits::to_float(yv[u].v[e]);
+  };
 
   ThreadSums acc;
 #pragma unroll
   for (int u = 0; u < V; ++u) {
 #pragma unroll
-    for (int e = 0; e < W; ++e)
-      if (valid(u, e)) acc.add(Traits::to_float(xv[u].v[e]), Traits::to_float(yv[u].v[e]), Traits::to_float(gv[u].v[e]));
+    for (int e = 0; e < W; ++e) {
+      if (!valid(u, e)) continue;
+      if constexpr (Saved) acc.add_saved(Traits::to_float(xv[u].v[e]), y_at(u, e), Traits::to_float(gv[u].v[e]));
+      else acc.add(Traits::to_float(xv[u].v[e]), y_at(u, e), Traits::to_float(gv[u].v[e]));
+    }
   }
   const RowSums block = cub::BlockReduce<RowSums, Threads>(shared.reduce).Reduce(acc.total(), CombineRowSums{});
-  const RowGradient grad = make_row_gradient(cluster_all_reduce(block, slots, cluster_size, start, CombineRowSums{}), cols);
+  const RowSums row = cluster_all_reduce(block, slots, cluster_size, start, CombineRowSums{});
+  const RowGradient grad = Saved ? make_row_gradient(row, static_cast<double>(saved.inv_rms), cols)
+                                 : make_row_gradient(row, cols);
 
   const bool dx_vectors = F != Fit::checked || aligned(dx);
 #pragma unroll
@@ -88,8 +101,7 @@ __device__ __forceinline__ void process_row(const T* x, const T* y, const T* g, 
     Vector<T> out;
 #pragma unroll
     for (int e = 0; e < W; ++e)
-      out.v[e] = Traits::from_float(
-          grad.dx(Traits::to_float(xv[u].v[e]), Traits::to_float(yv[u].v[e]), Traits::to_float(gv[u].v[e])));
+      out.v[e] = Traits::from_float(grad.dx(Traits::to_float(xv[u].v[e]), y_at(u, e), Traits::to_float(gv[u].v[e])));
     if (dx_vectors && vector_valid(u)) {
       store_vector(dx + index(u, 0), out);  // in place (dx == dy): this thread loaded this vector above
     } else {
@@ -100,10 +112,11 @@ __device__ __forceinline__ void process_row(const T* x, const T* y, const T* g, 
   }
 }
 
-/// One row per cluster, looping when the grid has fewer clusters than rows.
-template <class T, int Threads, int Elems, Fit F>
-__global__ void __launch_bounds__(Threads) kernel(const T* x, const T* y, const T* dy, T* dx, BackwardLayout l,
-                                                  std::int64_t chunk, int cluster_size) {
+/// One row per cluster, looping when the grid has fewer clusters than rows. Saved: y is null and the rows'
+/// statistics recompute it.
+template <class T, int Threads, int Elems, Fit F, bool Saved>
+__global__ void __launch_bounds__(Threads) kernel(const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx,
+                                                  BackwardLayout l, std::int64_t chunk, int cluster_size) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
   __trap();  // clusters need sm_90; the host never launches this kernel elsewhere
 #else
@@ -115,9 +128,10 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, const T* y, const 
   ClusterStart start(cluster_size);
   int parity = 0;
   for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
-    process_row<F, T, Threads, Elems>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, dy + row * l.ld_dy + begin,
-                                      dx + row * l.ld_dx + begin, n, l.cols, cluster_size, start, shared,
-                                      shared.slots[parity]);
+    process_row<F, Saved, T, Threads, Elems>(x + row * l.ld_x + begin, Saved ? nullptr : y + row * l.ld_y + begin,
+                                             Saved ? stats + row : nullptr, dy + row * l.ld_dy + begin,
+                                             dx + row * l.ld_dx + begin, n, l.cols, cluster_size, start, shared,
+                                             shared.slots[parity]);
     parity ^= 1;
   }
   if (start.pending) start.wait();  // a block without rows still completes the start barrier it arrived on
@@ -125,26 +139,27 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, const T* y, const 
 }
 
 template <class T>
-using Kernel = void (*)(const T*, const T*, const T*, T*, BackwardLayout, std::int64_t, int);
+using Kernel = void (*)(const T*, const T*, const RowStatistics*, const T*, T*, BackwardLayout, std::int64_t, int);
 
 template <class T, int Threads, int Elems>
-Kernel<T> instance(Fit fit) {
+Kernel<T> instance(Fit fit, bool saved) {
   if constexpr (Elems % vector_width<T> == 0) {
-    return fit == Fit::vectors ? kernel<T, Threads, Elems, Fit::vectors> : kernel<T, Threads, Elems, Fit::checked>;
+    if (saved) return fit == Fit::vectors ? kernel<T, Threads, Elems, Fit::vectors, true> : kernel<T, Threads, Elems, Fit::checked, true>;
+    return fit == Fit::vectors ? kernel<T, Threads, Elems, Fit::vectors, false> : kernel<T, Threads, Elems, Fit::checked, false>;
   }
   return nullptr;  // fewer elements than one 16-byte vector of T
 }
 
 /// The instantiation of a configuration listed in cluster_plan.hpp; null for anything else.
 template <class T>
-Kernel<T> kernel_for(int threads, int elems, Fit fit) {
+Kernel<T> kernel_for(int threads, int elems, Fit fit, bool saved) {
   const auto pick = [&](auto threads_constant) -> Kernel<T> {
     constexpr int Th = decltype(threads_constant)::value;
     switch (elems) {
-      case 4: return instance<T, Th, 4>(fit);
-      case 8: return instance<T, Th, 8>(fit);
-      case 16: return instance<T, Th, 16>(fit);
-      case 32: return instance<T, Th, 32>(fit);
+      case 4: return instance<T, Th, 4>(fit, saved);
+      case 8: return instance<T, Th, 8>(fit, saved);
+      case 16: return instance<T, Th, 16>(fit, saved);
+      case 32: return instance<T, Th, 32>(fit, saved);
       default: return nullptr;
     }
   };
@@ -164,7 +179,8 @@ Fit fit_of(const T* x, const T* y, const T* dy, const T* dx, const BackwardLayou
   return aligned && l.cols % W == 0 ? Fit::vectors : Fit::checked;
 }
 
-inline const char* kernel_name(Fit fit) {
+inline const char* kernel_name(Fit fit, bool saved) {
+  if (saved) return fit == Fit::vectors ? "backward::cluster_row::saved::vectors" : "backward::cluster_row::saved";
   return fit == Fit::vectors ? "backward::cluster_row::vectors" : "backward::cluster_row";
 }
 
@@ -185,10 +201,12 @@ inline Status current_max_cluster_size(int* out) {
 struct Plan {
   BackwardClusterPlan geometry{};
   Fit fit = Fit::checked;
+  bool saved = false;  // y recomputed from saved row statistics
   int blocks_per_sm = 0;
 };
 
 /// Plans a call on the current device and asks the driver whether its kernel and one cluster fit.
+/// y null: the call recomputes y from saved row statistics.
 template <class T>
 Status make_plan(const T* x, const T* y, const T* dy, const T* dx, const BackwardLayout& l,
                  const BackwardClusterConfig* preferred, Plan* out) {
@@ -198,8 +216,9 @@ Status make_plan(const T* x, const T* y, const T* dy, const T* dx, const Backwar
   RSS_TRY(plan_backward_cluster_row(max_cluster, l.rows, l.cols, StorageTraits<T>::dtype, preferred, &p.geometry));
   if (p.geometry.grid_blocks > 0) {
     const BackwardClusterConfig& c = p.geometry.config;
-    p.fit = fit_of(x, y, dy, dx, l);
-    const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, p.fit);
+    p.saved = y == nullptr;
+    p.fit = fit_of(x, p.saved ? x : y, dy, dx, l);
+    const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, p.fit, p.saved);
     if (k == nullptr) return Status::invalid_strategy;
     RSS_TRY(from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&p.blocks_per_sm, k, c.threads, 0)));
     if (p.blocks_per_sm == 0) return Status::not_admissible;
@@ -225,13 +244,14 @@ Status make_plan(const T* x, const T* y, const T* dy, const T* dx, const Backwar
 
 /// Issues (or, dry, describes) the launch of a plan made for the same pointers.
 template <class T>
-Status launch(const Plan& plan, const T* x, const T* y, const T* dy, T* dx, const BackwardLayout& l, Launcher launcher) {
+Status launch(const Plan& plan, const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx,
+              const BackwardLayout& l, Launcher launcher) {
   if (plan.geometry.grid_blocks == 0) return Status::success;
   const BackwardClusterConfig& c = plan.geometry.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
-  return launcher(kernel_name(plan.fit), kernel_for<T>(c.threads, c.elems_per_thread, plan.fit),
+  return launcher(kernel_name(plan.fit, plan.saved), kernel_for<T>(c.threads, c.elems_per_thread, plan.fit, plan.saved),
                   static_cast<unsigned>(plan.geometry.grid_blocks), static_cast<unsigned>(c.threads), 0, false,
-                  plan.blocks_per_sm, x, y, dy, dx, l, plan.geometry.chunk_elems, c.cluster_size);
+                  plan.blocks_per_sm, x, y, stats, dy, dx, l, plan.geometry.chunk_elems, c.cluster_size);
 }
 
 }  // namespace rss::detail::backward::cluster_row

@@ -3,6 +3,7 @@
 // checks that need no CUDA runtime (pure host code, testable without a GPU).
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 
 #include "rss/workspace.hpp"
@@ -101,6 +102,37 @@ inline Status validate_backward_call(const void* x, const void* y, const void* d
     if (workspace_bytes < required_workspace) return Status::workspace_too_small;
     if (reinterpret_cast<std::uintptr_t>(workspace) % workspace_alignment != 0) return Status::misaligned_workspace;
     if (overlap(workspace, required_workspace, x, xb) || overlap(workspace, required_workspace, y, yb) ||
+        overlap(workspace, required_workspace, dy, gb) || overlap(workspace, required_workspace, dx, db)) {
+      return Status::overlapping_buffers;
+    }
+  }
+  return Status::success;
+}
+
+/// The same check for a backward call that recomputes y from saved per-row statistics (`stats`, rows x
+/// `stats_bytes_per_row` bytes): ld_y is not used; dx may not overlap the statistics either.
+inline Status validate_backward_saved_call(const void* x, const void* stats, std::size_t stats_bytes_per_row,
+                                           const void* dy, const void* dx, BackwardLayout l, std::size_t element_bytes,
+                                           const void* workspace, std::size_t workspace_bytes,
+                                           std::size_t required_workspace) noexcept {
+  using detail::backward::extent_bytes;
+  using detail::backward::overlap;
+  l.ld_y = l.cols;  // no y matrix
+  if (const Status s = validate_backward_layout(l, element_bytes); !ok(s)) return s;
+  if (l.empty()) return Status::success;
+  if (x == nullptr || stats == nullptr || dy == nullptr || dx == nullptr) return Status::null_pointer;
+  const std::uint64_t xb = extent_bytes(l.rows, l.cols, l.ld_x, element_bytes);
+  const std::uint64_t sb = static_cast<std::uint64_t>(l.rows) * stats_bytes_per_row;
+  const std::uint64_t gb = extent_bytes(l.rows, l.cols, l.ld_dy, element_bytes);
+  const std::uint64_t db = extent_bytes(l.rows, l.cols, l.ld_dx, element_bytes);
+  if (overlap(dx, db, x, xb) || overlap(dx, db, stats, sb)) return Status::overlapping_buffers;
+  const bool in_place = dx == dy && l.ld_dx == l.ld_dy;
+  if (!in_place && overlap(dx, db, dy, gb)) return Status::overlapping_buffers;
+  if (required_workspace > 0) {
+    if (workspace == nullptr) return Status::null_pointer;
+    if (workspace_bytes < required_workspace) return Status::workspace_too_small;
+    if (reinterpret_cast<std::uintptr_t>(workspace) % workspace_alignment != 0) return Status::misaligned_workspace;
+    if (overlap(workspace, required_workspace, x, xb) || overlap(workspace, required_workspace, stats, sb) ||
         overlap(workspace, required_workspace, dy, gb) || overlap(workspace, required_workspace, dx, db)) {
       return Status::overlapping_buffers;
     }

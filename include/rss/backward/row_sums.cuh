@@ -8,6 +8,16 @@
 #include <cstdint>
 
 namespace rss {
+
+/// Per-row statistics a forward pass can save for its backward (12 bytes a row): with them the backward
+/// recomputes y = exp(inv_rms (x - max)) / sum from x instead of reading it (saved state (b): x and dy read,
+/// dx written, 3 N of traffic instead of 4 N).
+struct RowStatistics {
+  float max;
+  float inv_rms;
+  float sum;  // sum of exp(inv_rms (x - max)) over the row
+};
+
 namespace detail::backward {
 
 /// Partial sums of part of a row. The sum of squares accumulates in double per element, like the
@@ -41,8 +51,29 @@ struct ThreadSums {
     p = fmaf(gy, x, p);
     q = fmaf(y, x, q);
   }
+  /// The same without the sum of squares: r comes from the saved statistics.
+  __device__ __forceinline__ void add_saved(float x, float y, float g) {
+    const float gy = g * y;
+    c += gy;
+    p = fmaf(gy, x, p);
+    q = fmaf(y, x, q);
+  }
   __device__ __forceinline__ RowSums total() const { return {sum_sq, c, p, q}; }
 };
+
+/// y recomputed from x and a row's saved statistics, in the forward's exp2 form.
+struct SavedRow {
+  float exp2_scale;
+  float exp2_offset;
+  float inv_sum;
+
+  __device__ __forceinline__ float y(float x) const { return exp2f(fmaf(x, exp2_scale, exp2_offset)) * inv_sum; }
+};
+
+__host__ __device__ inline SavedRow saved_row(const RowStatistics& s) {
+  const double scale = static_cast<double>(s.inv_rms) * 1.4426950408889634;
+  return {static_cast<float>(scale), static_cast<float>(-static_cast<double>(s.max) * scale), 1.0f / s.sum};
+}
 
 /// The row constants of dx = r (y (g - c) - x k).
 struct RowGradient {
@@ -55,11 +86,14 @@ struct RowGradient {
 
 inline constexpr double backward_epsilon = 1e-5;
 
-__host__ __device__ inline RowGradient make_row_gradient(const RowSums& s, std::int64_t cols) {
-  const double n = static_cast<double>(cols);
-  const double r = 1.0 / sqrt(s.sum_sq / n + backward_epsilon);
-  const double k = r * r * (s.p - s.c * s.q) / n;
+/// The row constants from the sums and r (from the sum of squares, or saved by the forward).
+__host__ __device__ inline RowGradient make_row_gradient(const RowSums& s, double r, std::int64_t cols) {
+  const double k = r * r * (s.p - s.c * s.q) / static_cast<double>(cols);
   return {static_cast<float>(r), static_cast<float>(s.c), static_cast<float>(k)};
+}
+
+__host__ __device__ inline RowGradient make_row_gradient(const RowSums& s, std::int64_t cols) {
+  return make_row_gradient(s, 1.0 / sqrt(s.sum_sq / static_cast<double>(cols) + backward_epsilon), cols);
 }
 
 }  // namespace detail::backward

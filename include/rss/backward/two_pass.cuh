@@ -49,18 +49,19 @@ struct Workspace {
   }
 };
 
-/// Calls f(i, x_i, y_i, g_i) for every i in [0, n) of a tile, each element by one thread of the block;
-/// f returns dx_i, stored to out[i] when Write. 16-byte accesses when every matrix has the same alignment
-/// within 16 bytes (the usual case), scalar ones otherwise.
-template <bool Write, class T, class F>
+/// Calls f(x_i, y_i, g_i) for every i in [0, n) of a tile, each element by one thread of the block;
+/// f returns dx_i, stored to out[i] when Write. Saved: y is not read (f recomputes it; it gets 0). 16-byte
+/// accesses when every matrix has the same alignment within 16 bytes (the usual case), scalar ones otherwise.
+template <bool Write, bool Saved, class T, class F>
 __device__ __forceinline__ void tile_walk(const T* x, const T* y, const T* g, T* out, std::int64_t n, F&& f) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   const int t = static_cast<int>(threadIdx.x);
   const std::int64_t head = unaligned_head(x, n);
-  const bool same = head == unaligned_head(y, n) && head == unaligned_head(g, n) && (!Write || head == unaligned_head(out, n));
+  const bool same = (Saved || head == unaligned_head(y, n)) && head == unaligned_head(g, n) &&
+                    (!Write || head == unaligned_head(out, n));
   const auto scalar = [&](std::int64_t i) {
-    const float v = f(Traits::to_float(x[i]), Traits::to_float(y[i]), Traits::to_float(g[i]));
+    const float v = f(Traits::to_float(x[i]), Saved ? 0.0f : Traits::to_float(y[i]), Traits::to_float(g[i]));
     if constexpr (Write) out[i] = Traits::from_float(v);
   };
   if (!same) {
@@ -73,7 +74,7 @@ __device__ __forceinline__ void tile_walk(const T* x, const T* y, const T* g, T*
     Vector<T> d;
 #pragma unroll
     for (int e = 0; e < W; ++e)
-      d.v[e] = Traits::from_float(f(Traits::to_float(a.v[e]), Traits::to_float(b.v[e]), Traits::to_float(c.v[e])));
+      d.v[e] = Traits::from_float(f(Traits::to_float(a.v[e]), Saved ? 0.0f : Traits::to_float(b.v[e]), Traits::to_float(c.v[e])));
     if constexpr (Write) store_vector(out + head + v * W, d);  // in place (out == g): loaded above by this thread
   };
   constexpr int Step = threads * unroll;
@@ -84,7 +85,7 @@ __device__ __forceinline__ void tile_walk(const T* x, const T* y, const T* g, T*
     for (int u = 0; u < unroll; ++u) {
       const std::int64_t at = head + (v0 + u * threads + t) * W;
       a[u] = load_vector(x + at);
-      b[u] = load_vector(y + at);
+      if constexpr (!Saved) b[u] = load_vector(y + at);
       c[u] = load_vector(g + at);
     }
 #pragma unroll
@@ -92,7 +93,7 @@ __device__ __forceinline__ void tile_walk(const T* x, const T* y, const T* g, T*
   }
   for (std::int64_t v = v0 + t; v < vectors; v += threads) {
     const std::int64_t at = head + v * W;
-    vector(load_vector(x + at), load_vector(y + at), load_vector(g + at), v);
+    vector(load_vector(x + at), Saved ? Vector<T>{} : load_vector(y + at), load_vector(g + at), v);
   }
   for (std::int64_t i = head + vectors * W + t; i < n; i += threads) scalar(i);
 }
@@ -104,27 +105,31 @@ struct Item {
         size(min(geo.chunk_elems, l.cols - chunk * geo.chunk_elems)) {}
 };
 
-template <class T>
-__global__ void __launch_bounds__(threads) sums(const T* x, const T* y, const T* dy, BackwardLayout l, Geometry geo,
-                                                RowSums* partials) {
+/// Saved: y is null and each row's statistics recompute it.
+template <class T, bool Saved>
+__global__ void __launch_bounds__(threads) sums(const T* x, const T* y, const RowStatistics* stats, const T* dy,
+                                                BackwardLayout l, Geometry geo, RowSums* partials) {
   __shared__ typename cub::BlockReduce<RowSums, threads>::TempStorage storage;
   for (std::int64_t item = blockIdx.x; item < l.rows * geo.chunks; item += gridDim.x) {
     const Item it(item, l, geo);
     ThreadSums acc;
-    tile_walk<false>(x + it.row * l.ld_x + it.begin, y + it.row * l.ld_y + it.begin, dy + it.row * l.ld_dy + it.begin,
-                     static_cast<T*>(nullptr), it.size, [&](float xv, float yv, float gv) {
-                       acc.add(xv, yv, gv);
-                       return 0.0f;
-                     });
+    const SavedRow recompute = Saved ? saved_row(stats[it.row]) : SavedRow{};
+    tile_walk<false, Saved>(x + it.row * l.ld_x + it.begin, Saved ? nullptr : y + it.row * l.ld_y + it.begin,
+                            dy + it.row * l.ld_dy + it.begin, static_cast<T*>(nullptr), it.size,
+                            [&](float xv, float yv, float gv) {
+                              if constexpr (Saved) acc.add_saved(xv, recompute.y(xv), gv);
+                              else acc.add(xv, yv, gv);
+                              return 0.0f;
+                            });
     const RowSums total = cub::BlockReduce<RowSums, threads>(storage).Reduce(acc.total(), CombineRowSums{});
     if (threadIdx.x == 0) partials[item] = total;
     __syncthreads();  // the reduction's storage is reused by the next item
   }
 }
 
-template <class T>
-__global__ void __launch_bounds__(threads) apply(const T* x, const T* y, const T* dy, T* dx, BackwardLayout l,
-                                                 Geometry geo, const RowSums* partials) {
+template <class T, bool Saved>
+__global__ void __launch_bounds__(threads) apply(const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx,
+                                                 BackwardLayout l, Geometry geo, const RowSums* partials) {
   struct Shared {
     typename cub::BlockReduce<RowSums, threads>::TempStorage reduce;
     RowSums total;
@@ -137,24 +142,41 @@ __global__ void __launch_bounds__(threads) apply(const T* x, const T* y, const T
     const RowSums total = cub::BlockReduce<RowSums, threads>(storage.reduce).Reduce(acc, CombineRowSums{});
     if (threadIdx.x == 0) storage.total = total;
     __syncthreads();
-    const RowGradient grad = make_row_gradient(storage.total, l.cols);
+    RowGradient grad;
+    SavedRow recompute{};
+    if constexpr (Saved) {
+      const RowStatistics saved = stats[it.row];
+      recompute = saved_row(saved);
+      grad = make_row_gradient(storage.total, static_cast<double>(saved.inv_rms), l.cols);
+    } else {
+      grad = make_row_gradient(storage.total, l.cols);
+    }
     __syncthreads();  // every thread has read the total before the next item overwrites it
-    tile_walk<true>(x + it.row * l.ld_x + it.begin, y + it.row * l.ld_y + it.begin, dy + it.row * l.ld_dy + it.begin,
-                    dx + it.row * l.ld_dx + it.begin, it.size,
-                    [&](float xv, float yv, float gv) { return grad.dx(xv, yv, gv); });
+    tile_walk<true, Saved>(x + it.row * l.ld_x + it.begin, Saved ? nullptr : y + it.row * l.ld_y + it.begin,
+                           dy + it.row * l.ld_dy + it.begin, dx + it.row * l.ld_dx + it.begin, it.size,
+                           [&](float xv, float yv, float gv) { return grad.dx(xv, Saved ? recompute.y(xv) : yv, gv); });
   }
 }
 
+/// Launches (or describes) both kernels. `stats` null: y is read; else y is recomputed from the statistics.
 template <class T>
-Status launch(const T* x, const T* y, const T* dy, T* dx, const BackwardLayout& l, void* workspace, int sm_count,
-              const Launcher& launcher) {
+Status launch(const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx, const BackwardLayout& l,
+              void* workspace, int sm_count, const Launcher& launcher) {
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, l.rows, l.cols);
   const Geometry geo = geometry(l.rows, l.cols, sm_count);
   const unsigned grid = grid_for(l.rows * geo.chunks);
-  RSS_TRY(launcher("backward::two_pass::sums", sums<T>, grid, threads, 0, false, 0, x, y, dy, l, geo, w.partials));
-  return launcher("backward::two_pass::apply", apply<T>, grid, threads, 0, false, 0, x, y, dy, dx, l, geo,
-                  static_cast<const RowSums*>(w.partials));
+  const auto* partials = static_cast<const RowSums*>(w.partials);
+  if (stats != nullptr) {
+    RSS_TRY(launcher("backward::two_pass::saved::sums", sums<T, true>, grid, threads, 0, false, 0, x, y, stats, dy, l,
+                     geo, w.partials));
+    return launcher("backward::two_pass::saved::apply", apply<T, true>, grid, threads, 0, false, 0, x, y, stats, dy, dx,
+                    l, geo, partials);
+  }
+  RSS_TRY(launcher("backward::two_pass::sums", sums<T, false>, grid, threads, 0, false, 0, x, y, stats, dy, l, geo,
+                   w.partials));
+  return launcher("backward::two_pass::apply", apply<T, false>, grid, threads, 0, false, 0, x, y, stats, dy, dx, l, geo,
+                  partials);
 }
 
 }  // namespace rss::detail::backward::two_pass
