@@ -39,8 +39,10 @@ TEST_CASE("backward cluster plan holds every row up to its limit, within the ker
 
 TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred configurations, refusals", "[cpu][backward][planner]") {
   CHECK(rss::default_backward_cluster_config(4096, DType::fp32, 8) == BackwardClusterConfig{512, 8, 1});
-  CHECK(rss::default_backward_cluster_config(8192, DType::fp32, 8) == BackwardClusterConfig{512, 16, 1});
-  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8) == BackwardClusterConfig{512, 16, 4});
+  CHECK(rss::default_backward_cluster_config(8192, DType::fp32, 8) == BackwardClusterConfig{512, 8, 2});
+  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8) == BackwardClusterConfig{512, 8, 8});
+  CHECK(rss::default_backward_cluster_config(65536, DType::fp32, 8) == BackwardClusterConfig{512, 16, 8});
+  CHECK(rss::default_backward_cluster_config(32768, DType::bf16, 8) == BackwardClusterConfig{512, 16, 4});
   CHECK(rss::default_backward_cluster_config(131072, DType::fp32, 8) == BackwardClusterConfig{512, 32, 8});
   CHECK(rss::default_backward_cluster_config(128256, DType::bf16, 8) == BackwardClusterConfig{512, 32, 8});
   CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == BackwardClusterConfig{256, 16, 1});
@@ -67,6 +69,7 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   // A smaller cluster limit moves long rows out of reach.
   CHECK(rss::plan_backward_cluster_row(2, 1, 65536, DType::fp32, nullptr, &plan) == Status::not_admissible);
   CHECK(rss::plan_backward_cluster_row(2, 1, 32768, DType::fp32, nullptr, &plan) == Status::success);
+  CHECK(plan.config == BackwardClusterConfig{512, 32, 2});
 }
 
 TEST_CASE("backward layout validation: sizes, leading dimensions, 64-bit extents", "[cpu][backward][validate]") {

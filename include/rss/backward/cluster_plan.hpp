@@ -72,11 +72,12 @@ constexpr bool backward_cluster_config_fits(const BackwardClusterConfig& c, std:
   return detail::backward::cluster_chunk(cols, c.cluster_size) <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
 }
 
-/// The default configuration: 32 bytes of each array per thread while the row fits one block of 512
-/// threads (few registers, several blocks per SM); longer rows 64 bytes per thread in the fewest blocks
-/// of 512 threads, then fp32 rows up to 131072 with 32 elements per thread (one block per SM). 256
-/// threads when they hold the block's share, with the fewest elements per thread that do.
-/// cluster_size 0 when no cluster of up to max_cluster_size blocks holds the row.
+/// The default configuration: 32 bytes of each array per thread (24 registers of data, about 64 in all:
+/// two blocks of 512 threads per SM, so one block's reductions overlap another's loads) in the fewest
+/// blocks that hold the row; rows longer than 8 such blocks take 64, then 128 bytes per thread (at most
+/// 32 elements: fp32 rows up to 131072 at one block per SM). 256 threads when they hold the block's share,
+/// with the fewest elements per thread that do. cluster_size 0 when no cluster of up to max_cluster_size
+/// blocks holds the row.
 constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t cols, DType dtype, int max_cluster_size) noexcept {
   const int bytes = dtype_bytes(dtype);
   const int vector_width = 16 / bytes;
@@ -84,7 +85,6 @@ constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t col
   for (const int per_thread_bytes : {32, 64, 128}) {
     int per_thread = per_thread_bytes / bytes;
     if (per_thread > 32) per_thread = 32;
-    if (per_thread_bytes == 32 && cols > 512 * per_thread) continue;  // the small tier is for one block
     for (int c = 1; c <= limit; ++c) {
       const std::int64_t chunk = detail::backward::cluster_chunk(cols, c);
       if (chunk > 512 * per_thread) continue;
