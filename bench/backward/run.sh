@@ -7,7 +7,8 @@
 #
 # Environment: BUILD_DIR (default build; the binary is $BUILD_DIR/bench/backward/rss_backward_bench, or set
 # RSS_BACKWARD_BENCH), SHAPES, DTYPES (default fp32,bf16), ROUNDS (repetitions, default 3), ITERATIONS
-# (samples per round, default 50), BENCH_ARGS (more flags for the bench, e.g. --pilot), PEERS=0 skips peers.
+# (samples per round, default 50), BENCH_ARGS (more flags for the bench, e.g. --pilot), PEERS=0 skips peers,
+# BENCH_TIMEOUT / PEERS_TIMEOUT (seconds, default 240 / 300: an interrupted peers run keeps the shapes it finished).
 # Writes OUTDIR/rss_backward.json, OUTDIR/peers.json, OUTDIR/summary.json and their logs.
 set -uo pipefail
 out=${1:?usage: bench/backward/run.sh OUTDIR}
@@ -23,7 +24,7 @@ if [ ! -x "$bench" ]; then
   echo "run.sh: no bench binary at $bench (build the rss_backward_bench target, or set RSS_BACKWARD_BENCH)" >&2
   exit 2
 fi
-"$bench" --shapes="$shapes" --dtypes="$dtypes" --iterations="$iterations" \
+timeout "${BENCH_TIMEOUT:-240}" "$bench" --shapes="$shapes" --dtypes="$dtypes" --iterations="$iterations" \
   --benchmark_repetitions="$rounds" --benchmark_enable_random_interleaving=true \
   --benchmark_out="$out/rss_backward.json" --benchmark_out_format=json ${BENCH_ARGS:-} > "$out/rss_backward.log" 2>&1
 rc=$?
@@ -31,10 +32,15 @@ tail -n 5 "$out/rss_backward.log"
 [ $rc -eq 0 ] || { echo "run.sh: rss_backward_bench failed (exit $rc), see $out/rss_backward.log" >&2; exit $rc; }
 peers=()
 if [ "${PEERS:-1}" != 0 ]; then
-  python3 "$here/peers.py" --shapes "$shapes" --dtypes "$dtypes" --rounds "$rounds" --iterations "$iterations" \
+  timeout "${PEERS_TIMEOUT:-300}" python3 "$here/peers.py" --shapes "$shapes" --dtypes "$dtypes" --rounds "$rounds" --iterations "$iterations" \
     --out "$out/peers.json" > "$out/peers.log" 2>&1
   prc=$?
   tail -n 3 "$out/peers.log"
-  if [ $prc -eq 0 ]; then peers=(--peers "$out/peers.json"); else echo "run.sh: peers.py failed (exit $prc)" >&2; fi
+  if [ $prc -eq 0 ]; then
+    peers=(--peers "$out/peers.json")
+  else
+    echo "run.sh: peers.py failed or timed out (exit $prc)" >&2
+    if [ -f "$out/peers.json.partial" ]; then peers=(--peers "$out/peers.json.partial"); fi
+  fi
 fi
 python3 "$here/summarize.py" --rss "$out/rss_backward.json" "${peers[@]}" --out "$out/summary.json"

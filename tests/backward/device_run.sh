@@ -30,7 +30,8 @@ for s in "${steps[@]}"; do
     tests) step 270 backward_gpu_tests "$build/tests/backward/rss_backward_gpu_tests" ;;
     pytest) step 300 backward_pytest python3 -m pytest -v -rs examples/03_pytorch/test_rss_torch.py ;;
     bench)
-      BUILD_DIR=$build step 570 backward_bench bash bench/backward/run.sh "$out/bench"
+      export BUILD_DIR=$build
+      step 570 backward_bench bash bench/backward/run.sh "$out/bench"
       tail -n 20 "$out/backward_bench.log" ;;
     *) echo "device_run.sh: unknown step $s (tests, pytest, bench)" >&2 ;;
   esac
