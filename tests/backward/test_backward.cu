@@ -53,7 +53,9 @@ struct Problem {
   std::vector<rss::RowStatistics> stats;  // saved state (b): per-row statistics of the stored x
   std::vector<double> ref_saved;          // the reference with y recomputed from `stats`
 
-  Problem(const BackwardLayout& layout, std::uint64_t seed, const std::vector<Special>& specials = {}) : l(layout) {
+  Problem(const BackwardLayout& layout, std::uint64_t seed, const std::vector<Special>& specials = {},
+          float x_scale = 1.0f)
+      : l(layout) {
     const std::int64_t R = l.rows, C = l.cols;
     const auto xs = rss_test::random_rows(R, C, seed);
     std::mt19937_64 gen(seed ^ 0x9E3779B97F4A7C15ull);
@@ -72,7 +74,7 @@ struct Problem {
       special[i] = sp != Special::none;
       const float gs = gscale(gen);
       for (std::int64_t j = 0; j < C; ++j) {
-        float xv = xs[static_cast<std::size_t>(i * C + j)];
+        float xv = xs[static_cast<std::size_t>(i * C + j)] * x_scale;
         if (sp == Special::dy_pos_inf) xv = std::fabs(xv) + 0.5f;  // positive x: p - c q = inf - inf
         float gv = gs * u(gen);
         if (gv == 0.0f) gv = 1e-3f;
@@ -218,12 +220,13 @@ bool cluster_holds(std::int64_t cols, rss::DType dtype) {
 
 template <class T>
 void check_strategies(const BackwardLayout& l, std::uint64_t seed, bool in_place, int shift,
-                      const std::vector<Special>& specials = {}, bool saved = false) {
-  const Problem<T> p(l, seed, specials);
+                      const std::vector<Special>& specials = {}, bool saved = false, float x_scale = 1.0f) {
+  const Problem<T> p(l, seed, specials, x_scale);
   for (const BackwardStrategy strategy : kStrategies) {
     INFO(type_name<T>() << " " << rss::backward_strategy_name(strategy) << " " << l.rows << " x " << l.cols << " ld "
                         << l.ld_x << "/" << l.ld_y << "/" << l.ld_dy << "/" << l.ld_dx << (in_place ? " in place" : "")
-                        << " shift " << shift << " seed " << seed << (saved ? " saved statistics" : ""));
+                        << " shift " << shift << " seed " << seed << (saved ? " saved statistics" : "")
+                        << " x scale " << x_scale);
     std::string failure;
     BackwardStrategy ran{};
     const Status s = run_case<T>(strategy, p, in_place, shift, &failure, &ran, saved);
@@ -287,6 +290,20 @@ TEST_CASE("backward: NaN and infinity in x or dy make their row NaN, like the re
     check_strategies<float>(BackwardLayout::contiguous(7, cols), seed, false, 0, specials);
     check_strategies<__nv_bfloat16>(BackwardLayout::contiguous(7, cols), seed, false, 0, specials);
     check_strategies<__half>(BackwardLayout::contiguous(7, cols), seed, true, 0, specials);
+  }
+}
+
+TEST_CASE("backward: rows of tiny and huge magnitudes match the reference (beyond the storage's own rounding)",
+          "[gpu][backward][ieee]") {
+  REQUIRE(rss_test::has_device());
+  for (const std::int64_t cols : {7, 4099, 65536}) {
+    const std::uint64_t seed = rss_test::fresh_seed();
+    for (const float scale : {1e-30f, 1e-8f, 1e10f, 1e30f, 1e36f}) {
+      check_strategies<float>(BackwardLayout::contiguous(3, cols), seed, false, 0, {}, false, scale);
+      check_strategies<__nv_bfloat16>(BackwardLayout::contiguous(3, cols), seed, false, 0, {}, false, scale);
+      check_strategies<float>(BackwardLayout::contiguous(3, cols), seed, false, 0, {}, true, scale);
+    }
+    for (const float scale : {1e-3f, 1e3f}) check_strategies<__half>(BackwardLayout::contiguous(3, cols), seed, true, 0, {}, false, scale);
   }
 }
 

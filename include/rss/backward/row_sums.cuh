@@ -2,8 +2,10 @@
 // The backward pass's one reduction round and its elementwise formula, shared by every backward strategy.
 //
 // With g = dy, N = cols, r = 1 / sqrt(mean x^2 + eps), c = sum g y, p = sum y g x, q = sum y x:
-//   dx = r y (g - c) - (r^3 / N) x (p - c q) = r (y (g - c) - x k),  k = r^2 (p - c q) / N
-// r and k are formed in double from double sums; the elementwise part is fp32.
+//   dx = r y (g - c) - (r^3 / N) x (p - c q) = r (y (g - c) - (r x) k),  k = r (p - c q) / N
+// r and k are formed in double from double sums; the elementwise part is fp32. r x and k stay near 1
+// whatever the scale of x (|r x| <= sqrt(N)), so neither underflows where r (p - c q) / N alone, or r^3,
+// would for |x| beyond about 1e30.
 #include <cmath>
 #include <cstdint>
 
@@ -20,9 +22,10 @@ struct RowStatistics {
 
 namespace detail::backward {
 
-/// Partial sums of part of a row. The sum of squares accumulates in double per element, like the
-/// forward's (an fp32 square overflows once |x| passes 1.8e19); c, p and q accumulate in fp32 over one
-/// thread's few elements and in double from there on.
+/// Partial sums of part of a row. The sum of squares and p accumulate in double per element (an fp32
+/// square overflows once |x| passes 1.8e19, an fp32 g y x once |g x| passes 3.4e38); c and q, bounded by
+/// max |g| and max |x| since the y sum to 1, accumulate in fp32 over one thread's few elements and in
+/// double from there on.
 struct RowSums {
   double sum_sq;
   double c;
@@ -41,21 +44,19 @@ struct CombineRowSums {
 /// One thread's running sums over its elements.
 struct ThreadSums {
   double sum_sq = 0.0;
-  float c = 0.0f, p = 0.0f, q = 0.0f;
+  double p = 0.0;
+  float c = 0.0f, q = 0.0f;
 
   __device__ __forceinline__ void add(float x, float y, float g) {
     const double d = x;
     sum_sq = fma(d, d, sum_sq);
-    const float gy = g * y;
-    c += gy;
-    p = fmaf(gy, x, p);
-    q = fmaf(y, x, q);
+    add_saved(x, y, g);
   }
   /// The same without the sum of squares: r comes from the saved statistics.
   __device__ __forceinline__ void add_saved(float x, float y, float g) {
     const float gy = g * y;
     c += gy;
-    p = fmaf(gy, x, p);
+    p = fma(static_cast<double>(gy), static_cast<double>(x), p);
     q = fmaf(y, x, q);
   }
   __device__ __forceinline__ RowSums total() const { return {sum_sq, c, p, q}; }
@@ -75,20 +76,20 @@ __host__ __device__ inline SavedRow saved_row(const RowStatistics& s) {
   return {static_cast<float>(scale), static_cast<float>(-static_cast<double>(s.max) * scale), 1.0f / s.sum};
 }
 
-/// The row constants of dx = r (y (g - c) - x k).
+/// The row constants of dx = r (y (g - c) - (r x) k).
 struct RowGradient {
   float r;
   float c;
   float k;
 
-  __device__ __forceinline__ float dx(float x, float y, float g) const { return r * (y * (g - c) - x * k); }
+  __device__ __forceinline__ float dx(float x, float y, float g) const { return r * fmaf(-(r * x), k, y * (g - c)); }
 };
 
 inline constexpr double backward_epsilon = 1e-5;
 
 /// The row constants from the sums and r (from the sum of squares, or saved by the forward).
 __host__ __device__ inline RowGradient make_row_gradient(const RowSums& s, double r, std::int64_t cols) {
-  const double k = r * r * (s.p - s.c * s.q) / static_cast<double>(cols);
+  const double k = r * (s.p - s.c * s.q) / static_cast<double>(cols);
   return {static_cast<float>(r), static_cast<float>(s.c), static_cast<float>(k)};
 }
 
