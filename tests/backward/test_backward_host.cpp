@@ -42,10 +42,13 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   CHECK(rss::default_backward_cluster_config(8192, DType::fp32, 8) == BackwardClusterConfig{512, 8, 2});
   CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8) == BackwardClusterConfig{512, 8, 8});
   CHECK(rss::default_backward_cluster_config(65536, DType::fp32, 8) == BackwardClusterConfig{512, 16, 8});
-  CHECK(rss::default_backward_cluster_config(32768, DType::bf16, 8) == BackwardClusterConfig{512, 16, 4});
+  CHECK(rss::default_backward_cluster_config(32768, DType::bf16, 8) == BackwardClusterConfig{512, 8, 8});
+  CHECK(rss::default_backward_cluster_config(8192, DType::bf16, 8) == BackwardClusterConfig{512, 8, 2});
   CHECK(rss::default_backward_cluster_config(131072, DType::fp32, 8) == BackwardClusterConfig{512, 32, 8});
   CHECK(rss::default_backward_cluster_config(128256, DType::bf16, 8) == BackwardClusterConfig{512, 32, 8});
-  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == BackwardClusterConfig{256, 16, 1});
+  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == BackwardClusterConfig{512, 8, 1});
+  CHECK(rss::default_backward_cluster_config(2048, DType::bf16, 8) == BackwardClusterConfig{256, 8, 1});
+  CHECK(rss::default_backward_cluster_config(1000, DType::fp32, 8) == BackwardClusterConfig{256, 4, 1});
   CHECK(rss::default_backward_cluster_config(1, DType::fp16, 8) == BackwardClusterConfig{256, 8, 1});
 
   BackwardClusterPlan plan;

@@ -72,19 +72,16 @@ constexpr bool backward_cluster_config_fits(const BackwardClusterConfig& c, std:
   return detail::backward::cluster_chunk(cols, c.cluster_size) <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
 }
 
-/// The default configuration: 32 bytes of each array per thread (24 registers of data, about 64 in all:
-/// two blocks of 512 threads per SM, so one block's reductions overlap another's loads) in the fewest
-/// blocks that hold the row; rows longer than 8 such blocks take 64, then 128 bytes per thread (at most
-/// 32 elements: fp32 rows up to 131072 at one block per SM). 256 threads when they hold the block's share,
-/// with the fewest elements per thread that do. cluster_size 0 when no cluster of up to max_cluster_size
-/// blocks holds the row.
+/// The default configuration: 8 elements of each array per thread (about 64 registers for every storage
+/// type, measured with ptxas for sm_90: two blocks of 512 threads per SM, so one block's reductions overlap
+/// another's loads) in the fewest blocks that hold the row; rows longer than 8 such blocks take 16, then 32
+/// elements per thread (32: 128 registers, one block per SM). 256 threads when they hold the block's
+/// share, with the fewest elements per thread that do. cluster_size 0 when no cluster of up to
+/// max_cluster_size blocks holds the row.
 constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t cols, DType dtype, int max_cluster_size) noexcept {
-  const int bytes = dtype_bytes(dtype);
-  const int vector_width = 16 / bytes;
+  const int vector_width = 16 / dtype_bytes(dtype);
   const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
-  for (const int per_thread_bytes : {32, 64, 128}) {
-    int per_thread = per_thread_bytes / bytes;
-    if (per_thread > 32) per_thread = 32;
+  for (const int per_thread : {8, 16, 32}) {
     for (int c = 1; c <= limit; ++c) {
       const std::int64_t chunk = detail::backward::cluster_chunk(cols, c);
       if (chunk > 512 * per_thread) continue;
