@@ -4,11 +4,12 @@
 // every GPU, then synchronise every GPU), microseconds. A plain timing loop, its own JSON records:
 //
 //   sharded_bench [--shapes 32x128256,4096x128256,64x131072,1x16777216] [--dtypes fp32,bf16]
-//                 [--rounds 5] [--samples 20] [--warmup 5] [--seed N] [--out records.json]
+//                 [--rounds 5] [--samples 20] [--warmup 5] [--seed N] [--skip variant,...] [--out records.json]
 //
 // Variants: single_gpu:<strategy> (automatic, cluster_row, megakernel_grid, megakernel_row, local_fusion
 // on GPU 0; the report's single_gpu is the fastest), nccl_host (its CUDA Graph replayed on every GPU),
-// nccl_host_eager (rss::run_sharded, for reference), nccl_device (one kernel per GPU). In every round each
+// nccl_host_eager (rss::run_sharded, for reference), nccl_device (one kernel per GPU, flags exchange),
+// nccl_device_lsa_barrier (the same kernel exchanging through NCCL's LSA barrier). In every round each
 // variant is measured `samples` times, in an order shuffled per round from the recorded seed. Accuracy:
 // after its timed calls, each variant's output rows 0, rows/2, rows-1 and up to 5 more are compared with
 // the double reference of the whole row (max per-row relative error).
@@ -54,6 +55,7 @@ struct Options {
   int rounds = 5, samples = 20, warmup = 5;
   std::uint64_t seed = 0;
   std::string out = "sharded_records.json";
+  std::vector<std::string> skip;  // variants not measured (recorded as skipped)
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -85,6 +87,8 @@ Options parse(int argc, char** argv) {
       o.warmup = std::atoi(v.c_str());
     } else if (k == "--seed") {
       o.seed = std::strtoull(v.c_str(), nullptr, 10);
+    } else if (k == "--skip") {
+      o.skip = split(v, ',');
     } else if (k == "--out") {
       o.out = v;
     } else {
@@ -211,13 +215,14 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
   BENCH_CUDA(cudaSetDevice(0));
   fill<T><<<1024, 256>>>(full_x->p, rows, cols, cols, 0, input_seed);
   BENCH_CUDA(cudaGetLastError());
-  std::vector<std::unique_ptr<Buffer<T>>> sx, sy_host, sy_device, sy_eager;
+  std::vector<std::unique_ptr<Buffer<T>>> sx, sy_host, sy_device, sy_eager, sy_barrier;
   for (int r = 0; r < world; ++r) {
     const std::size_t n = static_cast<std::size_t>(rows * widths[static_cast<std::size_t>(r)]);
     sx.emplace_back(new Buffer<T>(r, n));
     sy_host.emplace_back(new Buffer<T>(r, n));
     sy_device.emplace_back(new Buffer<T>(r, n));
     sy_eager.emplace_back(new Buffer<T>(r, n));
+    sy_barrier.emplace_back(new Buffer<T>(r, n));
     fill<T><<<1024, 256>>>(sx.back()->p, rows, widths[static_cast<std::size_t>(r)], widths[static_cast<std::size_t>(r)],
                            offsets[static_cast<std::size_t>(r)], input_seed);
     BENCH_CUDA(cudaGetLastError());
@@ -284,10 +289,14 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
 
   // Sharded operators: initialised from one thread per rank (collective), then run from this thread.
   const auto make_ops = [&](rss::ShardedPath path, std::vector<std::unique_ptr<Buffer<T>>>& ys,
-                            std::vector<std::unique_ptr<rss::ShardedOperator<T>>>* ops, std::vector<rss::Status>* st) {
+                            std::vector<std::unique_ptr<rss::ShardedOperator<T>>>* ops, std::vector<rss::Status>* st,
+                            rss::DeviceExchange exchange = rss::DeviceExchange::flags) {
     ops->clear();
     st->assign(static_cast<std::size_t>(world), rss::Status::success);
-    for (int r = 0; r < world; ++r) ops->emplace_back(new rss::ShardedOperator<T>());
+    for (int r = 0; r < world; ++r) {
+      ops->emplace_back(new rss::ShardedOperator<T>());
+      ops->back()->set_device_exchange(exchange);
+    }
     std::vector<std::thread> threads;
     for (int r = 0; r < world; ++r) {
       threads.emplace_back([&, r] {
@@ -315,7 +324,7 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
     if (op.path() == rss::ShardedPath::nccl_device) {
       const auto& p = op.device_plan();
       d << ", grid " << p.grid_blocks << ", cluster " << p.config.cluster_size << " x " << p.config.threads << " x "
-        << p.config.elems_per_thread;
+        << p.config.elems_per_thread << ", exchange " << rss::device_exchange_name(op.device_exchange());
     } else {
       d << ", chunks " << op.host_geometry().chunks << " x " << op.host_geometry().chunk_elems;
     }
@@ -327,7 +336,7 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
     return std::string();
   };
 
-  std::vector<std::unique_ptr<rss::ShardedOperator<T>>> host_ops, device_ops, eager_ops;
+  std::vector<std::unique_ptr<rss::ShardedOperator<T>>> host_ops, device_ops, eager_ops, barrier_ops;
   std::vector<rss::Status> st;
   std::vector<cudaGraphExec_t> graphs(static_cast<std::size_t>(world), nullptr);
   std::vector<const rss::ShardedOperator<T>*> raw;
@@ -373,7 +382,7 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
     v.read_row = read_sharded(sy_host);
     variants.push_back(std::move(v));
   }
-  std::vector<const rss::ShardedOperator<T>*> raw_eager, raw_device;
+  std::vector<const rss::ShardedOperator<T>*> raw_eager, raw_device, raw_barrier;
   {  // nccl_host without a graph
     Variant v;
     v.name = "nccl_host_eager";
@@ -399,6 +408,27 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
     v.sync = sync_all;
     v.read_row = read_sharded(sy_device);
     variants.push_back(std::move(v));
+  }
+
+  {  // nccl_device with the LSA barrier exchange instead of flags
+    Variant v;
+    v.name = "nccl_device_lsa_barrier";
+    make_ops(rss::ShardedPath::nccl_device, sy_barrier, &barrier_ops, &st, rss::DeviceExchange::lsa_barrier);
+    v.status = first_failure(st);
+    v.usable = v.status.empty();
+    for (auto& p : barrier_ops) raw_barrier.push_back(p.get());
+    if (v.usable) v.detail = describe(*barrier_ops[0]);
+    v.launch = [&] { (void)rss::run_sharded(raw_barrier.data(), streams.data(), world); };
+    v.sync = sync_all;
+    v.read_row = read_sharded(sy_barrier);
+    variants.push_back(std::move(v));
+  }
+
+  for (Variant& v : variants) {
+    if (std::find(o.skip.begin(), o.skip.end(), v.name) != o.skip.end()) {
+      v.usable = false;
+      v.status = "skipped (--skip)";
+    }
   }
 
   // Measure: rounds x variants (shuffled per round) x samples.
@@ -464,6 +494,7 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
   release_ops(host_ops);
   release_ops(eager_ops);
   release_ops(device_ops);
+  release_ops(barrier_ops);
   for (int r = 0; r < world; ++r) {
     cudaSetDevice(r);
     cudaStreamDestroy(streams[static_cast<std::size_t>(r)]);

@@ -280,8 +280,22 @@ const char* type_name() {
   return rss::dtype_name(rss::detail::StorageTraits<T>::dtype);
 }
 
-inline const rss::ShardedPath all_paths[] = {rss::ShardedPath::nccl_host, rss::ShardedPath::nccl_device,
-                                             rss::ShardedPath::automatic};
+/// A path and, for the device path, how its blocks exchange partials.
+struct PathRun {
+  rss::ShardedPath path;
+  rss::DeviceExchange exchange;
+  std::string name() const {
+    return std::string(rss::sharded_path_name(path)) +
+           (path == rss::ShardedPath::nccl_host ? "" : std::string("/") + rss::device_exchange_name(exchange));
+  }
+};
+
+inline const PathRun all_paths[] = {
+    {rss::ShardedPath::nccl_host, rss::DeviceExchange::flags},
+    {rss::ShardedPath::nccl_device, rss::DeviceExchange::flags},
+    {rss::ShardedPath::nccl_device, rss::DeviceExchange::lsa_barrier},
+    {rss::ShardedPath::automatic, rss::DeviceExchange::flags},
+};
 
 /// What a rank expects from initialize() for a case and a path.
 inline rss::Status expected_init(const Case& c, rss::ShardedPath p) {

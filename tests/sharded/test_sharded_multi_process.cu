@@ -50,8 +50,9 @@ bool read_id(const std::string& path, ncclUniqueId* id) {
 }
 
 template <class T>
-void run_case(ncclComm_t comm, int rank, std::uint64_t run_seed, const Case& c, rss::ShardedPath path, bool graph,
+void run_case(ncclComm_t comm, int rank, std::uint64_t run_seed, const Case& c, const PathRun& run, bool graph,
               Report& report) {
+  const rss::ShardedPath path = run.path;
   // The same input on every rank: the launcher's fresh seed, mixed with the case.
   const std::uint64_t seed = run_seed ^ (0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(c.rows * 131 + total(c.widths)));
   const std::vector<float> global = make_input(c, seed);
@@ -59,8 +60,9 @@ void run_case(ncclComm_t comm, int rank, std::uint64_t run_seed, const Case& c, 
   k.rank = rank;
   k.device = rank;
   k.prepare(c, global, report);
-  const std::string label = c.name + " " + type_name<T>() + " " + rss::sharded_path_name(path) + (graph ? " graph" : "") +
+  const std::string label = c.name + " " + type_name<T>() + " " + run.name() + (graph ? " graph" : "") +
                             " seed " + std::to_string(run_seed);
+  k.op.set_device_exchange(run.exchange);
   k.init_status = k.op.initialize(comm, path, k.x, k.y, k.layout, total(c.widths), k.stream);
   const rss::Status expected = expected_init(c, path);
   if (k.init_status != expected) {
@@ -69,7 +71,7 @@ void run_case(ncclComm_t comm, int rank, std::uint64_t run_seed, const Case& c, 
   }
   if (!rss::ok(k.init_status)) return;
   if (!graph) {
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < (c.in_place ? 1 : 2); ++i) {  // in place, a second call would change the input
       const rss::Status s = k.op.run(k.stream);
       if (!rss::ok(s)) report.fail(label + ": run: " + rss::status_message(s));
     }
@@ -82,7 +84,7 @@ void run_case(ncclComm_t comm, int rank, std::uint64_t run_seed, const Case& c, 
     if (!rss::ok(s) || e != cudaSuccess || cudaGraphInstantiate(&exec, g, 0) != cudaSuccess) {
       report.fail(label + ": capture: " + rss::status_message(s) + " / " + cudaGetErrorString(e));
     } else {
-      for (int i = 0; i < 3; ++i) cudaGraphLaunch(exec, k.stream);
+      for (int i = 0; i < (c.in_place ? 1 : 3); ++i) cudaGraphLaunch(exec, k.stream);
     }
     cudaStreamSynchronize(k.stream);
     if (exec != nullptr) cudaGraphExecDestroy(exec);
@@ -118,7 +120,7 @@ int worker(int rank, int world, const std::string& id_file, std::uint64_t seed) 
   Report report;
   int runs = 0;
   for (const Case& c : cases(world)) {
-    for (const rss::ShardedPath p : all_paths) {
+    for (const PathRun& p : all_paths) {
       run_case<float>(comm, rank, seed, c, p, false, report);
       run_case<__nv_bfloat16>(comm, rank, seed, c, p, false, report);
       runs += 2;
@@ -126,7 +128,7 @@ int worker(int rank, int world, const std::string& id_file, std::uint64_t seed) 
   }
   for (const Case& c : cases(world)) {
     if (c.name != "llama_32x128256" && c.name != "odd_3x2000") continue;
-    for (const rss::ShardedPath p : all_paths) {
+    for (const PathRun& p : all_paths) {
       run_case<__half>(comm, rank, seed, c, p, false, report);
       run_case<float>(comm, rank, seed, c, p, true, report);
       runs += 2;

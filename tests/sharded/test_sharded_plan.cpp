@@ -53,6 +53,9 @@ TEST_CASE("every disagreement has its own verdict, the same on every rank", "[sh
   t[1].path = static_cast<std::int64_t>(rss::ShardedPath::nccl_device);
   CHECK(rss::check_agreement(t.data(), 2) == rss::ShardAgreement::path_differs);
   t = table(32, {500, 500}, 1000);
+  t[1].exchange = static_cast<std::int64_t>(rss::DeviceExchange::lsa_barrier);
+  CHECK(rss::check_agreement(t.data(), 2) == rss::ShardAgreement::path_differs);
+  t = table(32, {500, 500}, 1000);
   t[1].local_status = static_cast<std::int64_t>(rss::Status::null_pointer);
   CHECK(rss::check_agreement(t.data(), 2) == rss::ShardAgreement::local_refusal);
   t = table(32, {500, 500}, 1000);
@@ -107,5 +110,7 @@ TEST_CASE("the device path holds a share in one cluster or refuses it", "[sharde
   CHECK(p.grid_blocks == 3 * 4);
   const rss::DeviceWindowLayout w = rss::device_window_layout(264, 2);
   CHECK(w.sums_offset == 264 * 2 * 16);
-  CHECK(w.bytes == 2 * 264 * 2 * 16);
+  CHECK(w.flags_offset == 2 * 264 * 2 * 16);
+  CHECK(w.counters_offset == w.flags_offset + 264 * 2 * 32);
+  CHECK(w.bytes == w.counters_offset + 264 * 8);
 }

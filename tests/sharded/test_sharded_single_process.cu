@@ -62,7 +62,8 @@ void per_rank(int world, const std::function<void(int)>& f) {
 enum class Mode { grouped, threads, graph };
 
 template <class T>
-void run_case(const Case& c, rss::ShardedPath path, Mode mode, Report& report) {
+void run_case(const Case& c, const PathRun& run, Mode mode, Report& report) {
+  const rss::ShardedPath path = run.path;
   const int world = comms().world();
   const std::uint64_t seed = fresh_seed();
   const std::vector<float> global = make_input(c, seed);
@@ -74,12 +75,13 @@ void run_case(const Case& c, rss::ShardedPath path, Mode mode, Report& report) {
     ranks.back()->device = r;
     ranks.back()->prepare(c, global, reports[static_cast<std::size_t>(r)]);
   }
-  const std::string label = c.name + " " + type_name<T>() + " " + rss::sharded_path_name(path) +
+  const std::string label = c.name + " " + type_name<T>() + " " + run.name() +
                             (mode == Mode::grouped ? " grouped" : mode == Mode::threads ? " threads" : " graph") +
                             " seed " + std::to_string(seed);
   per_rank(world, [&](int r) {
     Rank<T>& k = *ranks[static_cast<std::size_t>(r)];
     cudaSetDevice(k.device);
+    k.op.set_device_exchange(run.exchange);
     k.init_status = k.op.initialize(comms().comms[static_cast<std::size_t>(r)], path, k.x, k.y, k.layout,
                                     total(c.widths), k.stream);
   });
@@ -96,6 +98,7 @@ void run_case(const Case& c, rss::ShardedPath path, Mode mode, Report& report) {
       if (k->op.path() != want) report.fail(label + ": automatic chose " + rss::sharded_path_name(k->op.path()));
     }
   }
+  const int calls = c.in_place ? 1 : 2;  // in place, a second call would take the softmax of the softmax
   if (initialised) {
     std::vector<const rss::ShardedOperator<T>*> ops;
     std::vector<cudaStream_t> streams;
@@ -104,13 +107,13 @@ void run_case(const Case& c, rss::ShardedPath path, Mode mode, Report& report) {
       streams.push_back(k->stream);
     }
     if (mode == Mode::grouped) {
-      for (int i = 0; i < 2; ++i) {  // twice: the second call reuses barriers and slots
+      for (int i = 0; i < calls; ++i) {  // twice: the second call reuses barriers, slots and counters
         const rss::Status s = rss::run_sharded(ops.data(), streams.data(), world);
         if (!rss::ok(s)) report.fail(label + ": run_sharded: " + rss::status_message(s));
       }
     } else if (mode == Mode::threads) {
       per_rank(world, [&](int r) {
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < calls; ++i) {
           const rss::Status s = ranks[static_cast<std::size_t>(r)]->op.run(streams[static_cast<std::size_t>(r)]);
           if (!rss::ok(s)) reports[static_cast<std::size_t>(r)].fail(label + ": run: " + rss::status_message(s));
         }
@@ -143,7 +146,7 @@ void run_case(const Case& c, rss::ShardedPath path, Mode mode, Report& report) {
           captured = false;
         }
       }
-      for (int i = 0; i < 3 && captured; ++i) {
+      for (int i = 0; i < (c.in_place ? 1 : 3) && captured; ++i) {
         for (int r = 0; r < world; ++r) {
           cudaSetDevice(r);
           const cudaError_t e = cudaGraphLaunch(execs[static_cast<std::size_t>(r)], streams[static_cast<std::size_t>(r)]);
@@ -182,7 +185,7 @@ void run_all(Mode mode, bool all_cases) {
   const std::vector<Case> list = cases(comms().world());
   for (const Case& c : list) {
     if (!all_cases && c.name != "llama_32x128256" && c.name != "odd_3x2000" && c.name != "nan_inf_rows_8x6001") continue;
-    for (const rss::ShardedPath p : all_paths) run_case<T>(c, p, mode, report);
+    for (const PathRun& p : all_paths) run_case<T>(c, p, mode, report);
   }
   INFO(report.text.str());
   CHECK(report.failures == 0);

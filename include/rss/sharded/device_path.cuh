@@ -4,8 +4,11 @@
 // communicator). On every rank, one thread-block cluster per row keeps the rank's share of the row in
 // registers, as cluster_row does on one GPU, so x is read once and y written once:
 //   1. block statistics -> cluster statistics (distributed shared memory);
-//   2. every block pushes them into its slot of every rank's symmetric window (NVLink stores), meets the
-//      same block index of every peer at an LSA barrier, and combines the world's slots in rank order;
+//   2. every block pushes them into its slot of every rank's symmetric window (NVLink stores) and waits
+//      for the same block index of every peer: either each 8-byte word carries the row's sequence number
+//      and the reader polls its own window (DeviceExchange::flags, no fence), or an LSA barrier
+//      (ncclLsaBarrierSession, release/acquire at system scope) follows the stores
+//      (DeviceExchange::lsa_barrier); the world's values are combined in rank order;
 //   3. the same for the sums of exponentials; then y.
 // The combination is in rank order on every rank, so all ranks use the same bits of m, r and the sum.
 #include <cooperative_groups.h>
@@ -37,7 +40,29 @@ struct DeviceShared {
   typename cub::BlockReduce<float, Threads>::TempStorage sum_storage;
   RowStatsPartial stats_slots[max_cluster_blocks];
   float sum_slots[max_cluster_blocks];
+  RowStatsPartial peer_stats[max_device_world];  // flags: what each rank pushed for this row
+  float peer_sums[max_device_world];
 };
+
+/// 8-byte words that are single-copy atomic across NVLink: the data and its sequence number arrive
+/// together, so a reader that sees the number has the data (no fence on either side).
+__device__ __forceinline__ void store_word(std::uint64_t* p, std::uint64_t v) {
+  asm volatile("st.relaxed.sys.b64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ std::uint64_t load_word(const std::uint64_t* p) {
+  std::uint64_t v;
+  asm volatile("ld.relaxed.sys.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ std::uint64_t tagged(std::uint32_t seq, std::uint32_t data) {
+  return (static_cast<std::uint64_t>(seq) << 32) | data;
+}
+/// Polls until the word carries `seq`; returns its data half.
+__device__ __forceinline__ std::uint32_t wait_word(const std::uint64_t* p, std::uint32_t seq) {
+  std::uint64_t v = load_word(p);
+  while (static_cast<std::uint32_t>(v >> 32) != seq) v = load_word(p);
+  return static_cast<std::uint32_t>(v);
+}
 
 /// Which bounds and alignment tests a kernel instantiation makes (the cheapest the call allows: every
 /// test costs registers, and registers decide how many blocks share an SM).
@@ -53,11 +78,62 @@ struct RankExchange {
   ncclWindow_t window;
   std::int64_t stats_offset;  // bytes into the window
   std::int64_t sums_offset;
+  std::int64_t flags_offset;
+  std::int64_t counters_offset;
   int rank;
   int world;
+  DeviceExchange mode;
 
   __device__ std::size_t slot(std::int64_t region, int source) const {
     return static_cast<std::size_t>(region + (static_cast<std::int64_t>(blockIdx.x) * world + source) * 16);
+  }
+  __device__ std::size_t flag_slot(int source) const {
+    return static_cast<std::size_t>(flags_offset + (static_cast<std::int64_t>(blockIdx.x) * world + source) * 32);
+  }
+
+  /// flags: pushes the row's statistics as three tagged words to every rank, then threads 0..world-1
+  /// each wait for one rank's words in this rank's window. Returns the rank-ordered combination.
+  template <int Threads>
+  __device__ RowStatsPartial stats_by_flags(RowStatsPartial mine, std::uint32_t seq, DeviceShared<Threads>& shared) const {
+    const int t = static_cast<int>(threadIdx.x);
+    if (t == 0) {
+      const auto bits = static_cast<std::uint64_t>(__double_as_longlong(mine.sum_sq));
+      for (int p = 0; p < world; ++p) {
+        auto* w = static_cast<std::uint64_t*>(ncclGetPeerPointer(window, flag_slot(rank), p));
+        store_word(w + 0, tagged(seq, __float_as_uint(mine.max)));
+        store_word(w + 1, tagged(seq, static_cast<std::uint32_t>(bits)));
+        store_word(w + 2, tagged(seq, static_cast<std::uint32_t>(bits >> 32)));
+      }
+    }
+    if (t < world) {
+      const auto* w = static_cast<const std::uint64_t*>(ncclGetLocalPointer(window, flag_slot(t)));
+      const std::uint32_t max = wait_word(w + 0, seq);
+      const std::uint64_t lo = wait_word(w + 1, seq), hi = wait_word(w + 2, seq);
+      shared.peer_stats[t] = {__uint_as_float(max), __longlong_as_double(static_cast<long long>(lo | (hi << 32)))};
+    }
+    __syncthreads();  // peer_stats is written again only after the next row's sum exchange has synchronised
+    RowStatsPartial total = shared.peer_stats[0];
+    for (int p = 1; p < world; ++p) total = CombineRowStats{}(total, shared.peer_stats[p]);
+    return total;
+  }
+
+  template <int Threads>
+  __device__ float sum_by_flags(float mine, std::uint32_t seq, DeviceShared<Threads>& shared) const {
+    const int t = static_cast<int>(threadIdx.x);
+    if (t == 0) {
+      for (int p = 0; p < world; ++p) {
+        auto* w = static_cast<std::uint64_t*>(ncclGetPeerPointer(window, flag_slot(rank), p));
+        store_word(w + 3, tagged(seq, __float_as_uint(mine)));
+      }
+    }
+    if (t < world) {
+      const auto* w = static_cast<const std::uint64_t*>(ncclGetLocalPointer(window, flag_slot(t)));
+      shared.peer_sums[t] = __uint_as_float(wait_word(w + 3, seq));
+    }
+    __syncthreads();
+    float total = shared.peer_sums[0];
+    for (int p = 1; p < world; ++p) total += shared.peer_sums[p];
+    return total;
   }
 
   /// Pushes `mine` to every rank (thread 0; the barrier's release orders the NVLink stores before the
@@ -80,12 +156,14 @@ struct RankExchange {
 };
 
 /// This block's part of one row: x_row[0, n) in, y_row[0, n) out, `global_cols` the whole row's length.
-/// Slot reuse across rows is safe without double buffering: a block writes a region again only after
-/// the next barrier, which every peer passes only after it has read that region.
+/// Slot reuse across rows is safe without double buffering. lsa_barrier: a block writes a region again
+/// only after the next barrier, which every peer passes only after it has read that region. flags: a
+/// block pushes row k+1's statistics only after it has every peer's row-k sum, which each peer pushed
+/// after reading row k's statistics (and symmetrically for the sums), so no word is overwritten unread.
 template <Fit F, class T, int Threads, int Elems, class Barrier>
 __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64_t n, std::int64_t global_cols,
                                             int cluster_size, ClusterStart& start, DeviceShared<Threads>& shared,
-                                            const RankExchange& exchange, Barrier& barrier) {
+                                            const RankExchange& exchange, Barrier& barrier, std::uint32_t seq) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   constexpr int V = Elems / W;
@@ -122,8 +200,10 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
   }
   stats = cub::BlockReduce<RowStatsPartial, Threads>(shared.stats_storage).Reduce(stats, CombineRowStats{});
   stats = cluster_all_reduce(stats, shared.stats_slots, cluster_size, start, CombineRowStats{});
-  const RowScale scale = make_row_scale(exchange.all_reduce(stats, exchange.stats_offset, barrier, CombineRowStats{}),
-                                        global_cols);
+  const RowStatsPartial global = exchange.mode == DeviceExchange::flags
+                                     ? exchange.stats_by_flags(stats, seq, shared)
+                                     : exchange.all_reduce(stats, exchange.stats_offset, barrier, CombineRowStats{});
+  const RowScale scale = make_row_scale(global, global_cols);
 
   // fp32 keeps the exponentials in the registers that held x; 16-bit types recompute them.
   constexpr bool keep_exps = sizeof(T) == sizeof(float);
@@ -140,7 +220,9 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
   }
   sum = cub::BlockReduce<float, Threads>(shared.sum_storage).Sum(sum);
   sum = cluster_all_reduce(sum, shared.sum_slots, cluster_size, start, SumFloat{});
-  const float inv_sum = 1.0f / exchange.all_reduce(sum, exchange.sums_offset, barrier, SumFloat{});
+  const float inv_sum = 1.0f / (exchange.mode == DeviceExchange::flags
+                                    ? exchange.sum_by_flags(sum, seq, shared)
+                                    : exchange.all_reduce(sum, exchange.sums_offset, barrier, SumFloat{}));
   const auto out = [&](int u, int e) {
     if constexpr (keep_exps) return Traits::from_float(exps[u][e] * inv_sum);
     else return Traits::from_float(scale.exp_of(Traits::to_float(raw[u].v[e])) * inv_sum);
@@ -175,10 +257,18 @@ __global__ void __launch_bounds__(Threads, 2048 / Threads / 2)  // at most 64 re
   const std::int64_t n = max(min(chunk, l.cols - begin), std::int64_t{0});
   ClusterStart start(cluster_size);
   ncclLsaBarrierSession<ncclCoopCta> barrier(ncclCoopCta(), comm, ncclTeamTagLsa(), blockIdx.x);
+  // flags: one sequence number per row, continuing from the last launch (every rank's block b handles
+  // the same rows, so the numbers agree); 0 is the window's initial content, never a row's number.
+  auto* counter = static_cast<std::uint64_t*>(ncclGetLocalPointer(exchange.window, static_cast<std::size_t>(
+                                                  exchange.counters_offset + 8 * static_cast<std::int64_t>(blockIdx.x))));
+  std::uint32_t seq = static_cast<std::uint32_t>(__ldcg(reinterpret_cast<const unsigned long long*>(counter)));
   for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
+    if (++seq == 0) seq = 1;
     process_row<F, T, Threads, Elems>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, global_cols,
-                                      cluster_size, start, shared, exchange, barrier);
+                                      cluster_size, start, shared, exchange, barrier, seq);
   }
+  __syncthreads();  // every thread has read `counter` before it changes
+  if (threadIdx.x == 0) *counter = seq;
 }
 
 template <class T>

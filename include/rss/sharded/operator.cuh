@@ -136,6 +136,7 @@ class ShardedOperator {
     mine.global_cols = global_cols;
     mine.dtype = static_cast<std::int64_t>(detail::StorageTraits<T>::dtype);
     mine.path = static_cast<std::int64_t>(path);
+    mine.exchange = static_cast<std::int64_t>(exchange_mode_);
     Status own = Status::success;
     if (path != ShardedPath::nccl_host && path != ShardedPath::nccl_device && path != ShardedPath::automatic) {
       own = Status::invalid_strategy;
@@ -152,8 +153,8 @@ class ShardedOperator {
     // library loaded at run time must be the same version (2.28.3's ncclDevComm differs from 2.28.9's).
     int loaded = 0;
     if (ncclGetVersion(&loaded) != ncclSuccess) loaded = 0;
-    mine.device_path_ok = ncclTeamLsa(comm).nRanks == world && info.max_cluster_size > 0 && info.cc_major >= 9 &&
-                                  loaded == NCCL_VERSION_CODE
+    mine.device_path_ok = ncclTeamLsa(comm).nRanks == world && world <= max_device_world && info.max_cluster_size > 0 &&
+                                  info.cc_major >= 9 && loaded == NCCL_VERSION_CODE
                               ? 1
                               : 0;
 
@@ -221,6 +222,11 @@ class ShardedOperator {
     *out = list;
     return Status::success;
   }
+
+  /// How nccl_device's blocks exchange partials (every rank must choose the same; the next initialize()
+  /// uses it). flags by default: no fence, so a block's stores of y never delay its next exchange.
+  void set_device_exchange(DeviceExchange e) noexcept { exchange_mode_ = e; }
+  DeviceExchange device_exchange() const noexcept { return exchange_mode_; }
 
   bool ready() const noexcept { return ready_; }
   ShardedPath path() const noexcept { return path_; }
@@ -318,7 +324,8 @@ class ShardedOperator {
         dev_comm_ready_ = false;
         path_ = ShardedPath::nccl_host;
       }
-      exchange_ = RankExchange{window_, wl.stats_offset, wl.sums_offset, rank, world};
+      exchange_ = RankExchange{window_, wl.stats_offset, wl.sums_offset, wl.flags_offset, wl.counters_offset,
+                               rank, world, exchange_mode_};
     }
     return detail::from_cuda(cudaStreamSynchronize(stream));
   }
@@ -340,6 +347,7 @@ class ShardedOperator {
   ncclDevComm dev_comm_{};
   bool dev_comm_ready_ = false;
   detail::sharded::RankExchange exchange_{};
+  DeviceExchange exchange_mode_ = DeviceExchange::flags;
 };
 
 /// Runs several ranks' operators from one host thread (a process driving several GPUs): phase by

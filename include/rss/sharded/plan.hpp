@@ -40,7 +40,7 @@ enum class ShardAgreement : int {
   total_cols_differ,    // the ranks name different global row lengths
   cols_do_not_add_up,   // the shard widths do not sum to the global row length
   dtype_differs,        // the ranks use different storage types
-  path_differs,         // the ranks asked for different paths
+  path_differs,         // the ranks asked for different paths (or device exchanges)
   bad_table,            // a rank's entry is malformed (wrong version, rank or world size)
 };
 
@@ -52,7 +52,7 @@ constexpr const char* shard_agreement_name(ShardAgreement a) noexcept {
     case ShardAgreement::total_cols_differ: return "the ranks name different global row lengths";
     case ShardAgreement::cols_do_not_add_up: return "the shard widths do not add up to the global row length";
     case ShardAgreement::dtype_differs: return "the ranks use different storage types";
-    case ShardAgreement::path_differs: return "the ranks asked for different paths";
+    case ShardAgreement::path_differs: return "the ranks asked for different paths or device exchanges";
     case ShardAgreement::bad_table: return "a rank's description is malformed";
   }
   return "unknown";
@@ -74,7 +74,8 @@ struct RankShape {
                                    // communicator, clusters launch, its share fits one cluster)
   std::int64_t resident_clusters = 0;  // clusters of the device plan co-resident on this GPU (0: unknown)
   std::int64_t sm_count = 0;
-  std::int64_t reserved[4] = {0, 0, 0, 0};
+  std::int64_t exchange = 0;       // the DeviceExchange asked for
+  std::int64_t reserved[3] = {0, 0, 0};
 };
 static_assert(sizeof(RankShape) == 16 * sizeof(std::int64_t), "RankShape is all-gathered as 16 words");
 
@@ -93,7 +94,7 @@ inline ShardAgreement check_agreement(const RankShape* table, int world) noexcep
     if (s.rows != table[0].rows) return ShardAgreement::rows_differ;
     if (s.global_cols != table[0].global_cols) return ShardAgreement::total_cols_differ;
     if (s.dtype != table[0].dtype) return ShardAgreement::dtype_differs;
-    if (s.path != table[0].path) return ShardAgreement::path_differs;
+    if (s.path != table[0].path || s.exchange != table[0].exchange) return ShardAgreement::path_differs;
     if (s.local_cols < 0 || s.local_cols > INT64_MAX - sum) return ShardAgreement::cols_do_not_add_up;
     sum += s.local_cols;
   }
@@ -208,17 +209,36 @@ inline Status plan_device_path(std::int64_t rows, std::int64_t max_cols, DType d
   return Status::success;
 }
 
-/// Symmetric-window layout of the device path: per block, one 16-byte statistics slot and one 16-byte
-/// sum slot per source rank. Block b of rank r pushes into slot [b][r] of every rank's window.
+/// How the device path's blocks exchange their per-row partials with their peers.
+enum class DeviceExchange : int {
+  flags,        // each 8-byte word carries 4 bytes of data and the row's sequence number (NCCL's LL idea):
+                // one NVLink store per word, the reader polls its own memory, no fence at all
+  lsa_barrier,  // 16-byte slots, then ncclLsaBarrierSession::sync (release/acquire at system scope)
+};
+
+constexpr const char* device_exchange_name(DeviceExchange e) noexcept {
+  return e == DeviceExchange::flags ? "flags" : e == DeviceExchange::lsa_barrier ? "lsa_barrier" : "unknown";
+}
+
+/// Ranks whose partials one block can hold (shared memory); larger LSA teams take the host path.
+inline constexpr int max_device_world = 64;
+
+/// Symmetric-window layout of the device path. Block b of rank r pushes into slot [b][r] of every rank's
+/// window: lsa_barrier uses a 16-byte statistics slot and a 16-byte sum slot, flags four 8-byte words
+/// (max, low and high halves of the sum of squares, sum), each with the sequence number. Each block also
+/// keeps its sequence counter (8 bytes) in its own window between launches.
 struct DeviceWindowLayout {
   std::int64_t stats_offset = 0;  // bytes
   std::int64_t sums_offset = 0;
+  std::int64_t flags_offset = 0;
+  std::int64_t counters_offset = 0;
   std::int64_t bytes = 0;
 };
 
 constexpr DeviceWindowLayout device_window_layout(std::int64_t grid_blocks, int world) noexcept {
   const std::int64_t slots = grid_blocks * world * 16;
-  return {0, slots, 2 * slots};
+  const std::int64_t flags = grid_blocks * world * 32;
+  return {0, slots, 2 * slots, 2 * slots + flags, 2 * slots + flags + grid_blocks * 8};
 }
 
 }  // namespace rss
