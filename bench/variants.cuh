@@ -68,67 +68,65 @@ namespace detail {
 inline std::int64_t elements(const ShapeBuffers& b) { return b.rows * b.cols; }
 inline std::int64_t element_bytes(const ShapeBuffers& b) { return rss::dtype_bytes(b.dtype); }
 
-/// Logical bytes of each rss strategy: x reads, y writes and full-size intermediates.
-inline std::int64_t strategy_bytes(rss::Strategy s, const ShapeBuffers& b, std::int64_t evicted_elems) {
+/// Logical bytes of a configuration that ran as `s`: x reads, y writes and full-size intermediates.
+inline std::int64_t logical_bytes(const rss::Config& config, rss::Strategy s, const ShapeBuffers& b,
+                                  std::int64_t evicted_elems) {
   const std::int64_t n = elements(b), io = element_bytes(b);
+  if (config.control != rss::MegakernelControl::none) return n * io * 4;  // x three times, y once
   switch (s) {
     case rss::Strategy::baseline:
     case rss::Strategy::baseline_graph:
       // square r x w8, mean r8, max r x, shift r x w8, scale r8 w4, exp r4 w4, sum r4, divide r4 w y
       return n * (io + 8 + 8 + io + io + 8 + 8 + 4 + 4 + 4 + 4 + 4 + io);
-    case rss::Strategy::local_fusion:
-    case rss::Strategy::control_no_retention:
-    case rss::Strategy::control_ordinary_launch: return n * io * 4;  // x three times, y once
+    case rss::Strategy::local_fusion: return n * io * 4;  // x three times, y once
     case rss::Strategy::megakernel_grid:
     case rss::Strategy::megakernel_row:
     case rss::Strategy::block_row: return n * io * 2 + evicted_elems * io * 2;  // evicted tiles: x 3 times
     case rss::Strategy::cluster_row: return n * io * 2;
-    case rss::Strategy::automatic: return 0;  // replaced by the bytes of the strategy it picked
+    case rss::Strategy::automatic: return 0;
   }
   return 0;
 }
 
-/// Prepares strategy `s` (automatic included) through rss::Operator: initialisation (planning,
-/// graph capture, workspace preparation) here, only launches in run(). `cluster` forces a
-/// cluster_row configuration (the pilot mode).
+/// Prepares `config` (automatic included) through rss::Operator: initialisation (planning, graph
+/// capture, workspace preparation) here, only launches in run(). With `one_call`, run() goes through
+/// the one-call API instead, which validates and plans on every call (its host overhead is measured).
 template <class T>
-rss::Status prepare_typed(rss::Strategy s, const ShapeBuffers& b, const rss::ClusterConfig* cluster, Prepared* p) {
+rss::Status prepare_typed(const rss::Config& config, const ShapeBuffers& b, bool one_call, Prepared* p) {
   const T* x = static_cast<const T*>(b.x);
   T* y = static_cast<T*>(b.y);
   const rss::Layout layout = rss::Layout::contiguous(b.rows, b.cols);
   std::size_t bytes = 0;
-  RSS_TRY(rss::workspace_bytes<T>(s, b.rows, b.cols, &bytes));
+  RSS_TRY(rss::workspace_bytes<T>(config, b.rows, b.cols, &bytes));
   p->workspace = std::make_shared<Workspace>(bytes);
   if (!p->workspace->ok()) return rss::Status::cuda_error;
-  if (cluster != nullptr) {
-    auto op = std::make_shared<rss::ClusterRow<T>>();
-    RSS_TRY(op->initialize(x, y, layout, cluster));
-    if (!(op->plan().config == *cluster)) return rss::Status::invalid_strategy;  // did not fit: not this config
-    p->run = [o = op.get()](cudaStream_t st) { return o->run(st); };
-    RSS_TRY(op->describe(&p->launches));
-    p->state = op;
-    p->logical_bytes = strategy_bytes(rss::Strategy::cluster_row, b, 0);
-    return rss::Status::success;
-  }
   auto op = std::make_shared<rss::Operator<T>>();
-  RSS_TRY(op->initialize(s, x, y, layout, p->workspace->get(), bytes));
-  p->run = [o = op.get()](cudaStream_t st) { return o->run(st); };
+  RSS_TRY(op->initialize(config, x, y, layout, p->workspace->get(), bytes));
+  if (one_call) {
+    p->run = [=, w = p->workspace.get()](cudaStream_t st) {
+      return rss::rms_scaled_softmax(config, x, y, layout, w->get(), w->bytes(), st);
+    };
+  } else {
+    p->run = [o = op.get()](cudaStream_t st) { return o->run(st); };
+  }
   RSS_TRY(op->describe(&p->launches));
   p->state = op;
-  const rss::MegakernelPlan& plan = op->megakernel_plan();
-  p->logical_bytes = strategy_bytes(op->strategy(), b, plan.evicted_tiles * plan.tile_elems);
+  p->logical_bytes = logical_bytes(config, op->strategy(), b, p->launches.evicted_elements);
   p->ran = op->strategy();
   return rss::Status::success;
 }
 
-inline rss::Status prepare_strategy(rss::Strategy s, const ShapeBuffers& b, const rss::ClusterConfig* cluster,
-                                    Prepared* p) {
+inline rss::Status prepare_config(const rss::Config& config, const ShapeBuffers& b, Prepared* p, bool one_call = false) {
   switch (b.dtype) {
-    case rss::DType::fp32: return prepare_typed<float>(s, b, cluster, p);
-    case rss::DType::bf16: return prepare_typed<__nv_bfloat16>(s, b, cluster, p);
-    case rss::DType::fp16: return prepare_typed<__half>(s, b, cluster, p);
+    case rss::DType::fp32: return prepare_typed<float>(config, b, one_call, p);
+    case rss::DType::bf16: return prepare_typed<__nv_bfloat16>(config, b, one_call, p);
+    case rss::DType::fp16: return prepare_typed<__half>(config, b, one_call, p);
   }
   return rss::Status::invalid_strategy;
+}
+
+inline Variant config_variant(const std::string& name, const rss::Config& config) {
+  return {name, [config](const ShapeBuffers& b, Prepared* p) { return prepare_config(config, b, p); }};
 }
 
 inline Variant copy_floor_variant() {
@@ -146,59 +144,79 @@ inline Variant copy_floor_variant() {
           }};
 }
 
+/// The runtime's own device-to-device copy of the same bytes: with copy_floor, the shape's limit.
+inline Variant memcpy_floor_variant() {
+  return {"memcpy_floor", [](const ShapeBuffers& b, Prepared* p) {
+            const auto bytes = static_cast<std::size_t>(elements(b) * element_bytes(b));
+            p->run = [=](cudaStream_t st) {
+              return cudaSuccess == cudaMemcpyAsync(b.y, b.x, bytes, cudaMemcpyDeviceToDevice, st)
+                         ? rss::Status::success
+                         : rss::Status::cuda_error;
+            };
+            p->launches = rss::LaunchList{};
+            p->launches.add({"cudaMemcpyAsync", 0, 0, 0, false, 0});
+            p->logical_bytes = 2 * static_cast<std::int64_t>(bytes);
+            return rss::Status::success;
+          }};
+}
+
 }  // namespace detail
 
-/// Every variant the bench knows, in a fixed order (sessions shuffle it per round): each strategy,
-/// automatic, and the copy floor.
+/// The megakernel's controls, measured as variants of their own.
+inline const rss::Config control_no_retention{rss::Strategy::megakernel_grid, {}, rss::MegakernelControl::no_retention};
+inline const rss::Config control_ordinary_launch{rss::Strategy::megakernel_grid, {},
+                                                 rss::MegakernelControl::ordinary_launch};
+
+/// Every variant the bench knows, in a fixed order (sessions shuffle it per round): each strategy, the
+/// megakernel's two controls, automatic through rss::Operator and through the one-call API, and the
+/// two floors. rss_bench --list-variants prints these names.
 inline std::vector<Variant> all_variants() {
   std::vector<Variant> v;
-  for (rss::Strategy s : rss::all_strategies) {
-    v.push_back({rss::strategy_name(s), [s](const ShapeBuffers& b, Prepared* p) {
-                   return detail::prepare_strategy(s, b, nullptr, p);
-                 }});
-  }
-  v.push_back({rss::strategy_name(rss::Strategy::automatic), [](const ShapeBuffers& b, Prepared* p) {
-                 return detail::prepare_strategy(rss::Strategy::automatic, b, nullptr, p);
+  for (rss::Strategy s : rss::all_strategies) v.push_back(detail::config_variant(rss::strategy_name(s), s));
+  v.push_back(detail::config_variant("control_no_retention", control_no_retention));
+  v.push_back(detail::config_variant("control_ordinary_launch", control_ordinary_launch));
+  v.push_back(detail::config_variant(rss::strategy_name(rss::Strategy::automatic), rss::Strategy::automatic));
+  v.push_back({"automatic_one_call", [](const ShapeBuffers& b, Prepared* p) {
+                 return detail::prepare_config(rss::Strategy::automatic, b, p, true);
                }});
   v.push_back(detail::copy_floor_variant());
+  v.push_back(detail::memcpy_floor_variant());
   return v;
 }
 
 /// The pilot mode's candidates: cluster_row under every instantiated configuration that fits the
-/// shape (named cluster_row:THREADSxELEMSxCLUSTER), the megakernels and block_row, and the copy floor;
-/// and `heuristic`, automatic's choice without a tuning table, which the candidates must beat to
-/// become table entries (bench/tools/tune.py).
+/// shape (named cluster_row:THREADSxELEMSxCLUSTER), the megakernels, block_row and local_fusion, the
+/// floors; and `heuristic`, automatic's choice without a tuning table, which the candidates must beat
+/// to become table entries (bench/tools/tune.py).
 inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
   std::vector<Variant> v;
   for (rss::Strategy s : {rss::Strategy::megakernel_grid, rss::Strategy::megakernel_row, rss::Strategy::block_row,
                           rss::Strategy::local_fusion}) {
-    v.push_back({rss::strategy_name(s), [s](const ShapeBuffers& b, Prepared* p) {
-                   return detail::prepare_strategy(s, b, nullptr, p);
-                 }});
+    v.push_back(detail::config_variant(rss::strategy_name(s), s));
   }
   v.push_back({"heuristic", [](const ShapeBuffers& b, Prepared* p) {
-                 rss::AutoDevice d;
-                 RSS_TRY(rss::detail::current_auto_device(&d));
-                 const rss::AutoChoice c = rss::heuristic_choice(d, b.rows, b.cols, b.dtype);
-                 return detail::prepare_strategy(c.strategy, b, nullptr, p);
+                 rss::DeviceInfo d;
+                 RSS_TRY(rss::current_device_info(&d));
+                 return detail::prepare_config(rss::heuristic_choice(d, b.rows, b.cols, b.dtype).config, b, p);
                }});
-  const rss::ClusterLimits limits{shape.sm_count, rss::detail::cluster_row::launched_cluster_size};
+  rss::DeviceInfo device;
+  if (!rss::ok(rss::current_device_info(&device))) device.max_cluster_size = 0;
   for (const int threads : rss::cluster_row_threads) {
     for (const int elems : rss::cluster_row_elems) {
-      for (const int cluster : {1, 2, 3, 4, 6, 8, 12, 16}) {
+      for (const int cluster : {1, 2, 3, 4, 6, 8}) {
         const rss::ClusterConfig c{threads, elems, cluster};
-        if (!rss::cluster_config_fits(c, shape.cols, shape.dtype, limits.max_cluster_size)) continue;
+        // The planner uses a configuration exactly when it fits: the variant runs what its name says.
+        if (!rss::cluster_config_fits(c, shape.cols, shape.dtype, device.max_cluster_size)) continue;
         // Only configurations within 2x of the tightest cluster: far larger ones leave most threads idle.
         if (static_cast<std::int64_t>(threads) * elems * cluster > 2 * shape.cols + 16384) continue;
         const std::string name = "cluster_row:" + std::to_string(threads) + "x" + std::to_string(elems) + "x" +
                                  std::to_string(cluster);
-        v.push_back({name, [c](const ShapeBuffers& b, Prepared* p) {
-                       return detail::prepare_strategy(rss::Strategy::cluster_row, b, &c, p);
-                     }});
+        v.push_back(detail::config_variant(name, rss::Config{rss::Strategy::cluster_row, c}));
       }
     }
   }
   v.push_back(detail::copy_floor_variant());
+  v.push_back(detail::memcpy_floor_variant());
   return v;
 }
 

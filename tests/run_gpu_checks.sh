@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
-# GPU checks in one go (what the device call runs): the GPU test suite, then compute-sanitizer's
-# memcheck, racecheck, synccheck and initcheck over representative shapes of every strategy.
-# Usage: tests/run_gpu_checks.sh BUILD_DIR LOG_DIR [TEST_FILTER]
+# GPU checks in one go (what a device call runs when the build was made elsewhere and ctest's absolute
+# paths do not apply): every GPU test binary ctest labels `gpu`, then compute-sanitizer's memcheck,
+# racecheck, synccheck and initcheck over representative shapes of every strategy and control.
+# Usage: tests/run_gpu_checks.sh BUILD_DIR LOG_DIR
 set -u -o pipefail
 build=${1:-build}
 logs=${2:-.}
-filter=${3:-}
 mkdir -p "$logs"
 status=0
-"$build/tests/rss_gpu_tests" $filter 2>&1 | tee "$logs/gpu_tests.log" | tail -25 || status=1
+run() {  # NAME LIMIT BINARY [ARGS...]: one test binary, its log, and its closing line
+  local name=$1 limit=$2 binary=$3
+  shift 3
+  if [ ! -x "$binary" ]; then echo "$name: MISSING $binary"; status=1; return; fi
+  local t0=$SECONDS
+  timeout "$limit" "$binary" "$@" > "$logs/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc in $((SECONDS - t0)) s: $(grep -E 'test cases|passed|failed' "$logs/$name.log" | tail -1)"
+  [ "$rc" -eq 0 ] || status=1
+}
+run gpu_strategies 600 "$build/tests/rss_gpu_tests"
+run gpu_megakernel 600 "$build/tests/rss_gpu_megakernel_tests" "~[stress]"
+run gpu_megakernel_stress 300 "$build/tests/rss_gpu_megakernel_tests" "[stress]"
+run gpu_reliability 900 "$build/tests/rss_gpu_reliability_tests"
+run gpu_refusal 120 "$build/tests/rss_gpu_refusal_tests"
 # Sanitizers: small but representative (multi-block rows, two launches, eviction-free odd widths).
 for tool in memcheck racecheck synccheck initcheck; do
+  t0=$SECONDS
   compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/rss_gpu_tests" "[sanitize]" \
     > "$logs/sanitize_$tool.log" 2>&1
   rc=$?
-  echo "compute-sanitizer $tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/sanitize_$tool.log" | tail -1)"
+  echo "compute-sanitizer $tool: exit $rc in $((SECONDS - t0)) s, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/sanitize_$tool.log" | tail -1)"
   [ "$rc" -eq 0 ] || status=1
 done
 exit $status

@@ -79,6 +79,14 @@ struct Config {
   constexpr Config(Strategy s) noexcept : strategy(s) {}  // NOLINT: implicit on purpose
   constexpr Config(Strategy s, ClusterConfig c, MegakernelControl k = MegakernelControl::none) noexcept
       : strategy(s), cluster(c), control(k) {}
+
+  /// A known strategy, a control only for megakernel_grid, a cluster configuration only for cluster_row.
+  constexpr bool valid() const noexcept {
+    const int s = static_cast<int>(strategy);
+    if (s < 0 || s > static_cast<int>(Strategy::automatic)) return false;
+    if (control != MegakernelControl::none && strategy != Strategy::megakernel_grid) return false;
+    return cluster.empty() || strategy == Strategy::cluster_row;
+  }
 };
 
 }  // namespace rss

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cuda.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -174,5 +175,52 @@ TEST_CASE("a cooperative launch refused at run time: a status for the megakernel
     REQUIRE(op.run(nullptr, &ran) == Status::success);
     RSS_TEST_CUDA(cudaDeviceSynchronize());
     CHECK(ran == op.strategy());
+  }
+}
+
+TEST_CASE("automatic's run-time fallback leaves megakernel_row's barrier state intact: the next full-chip run works",
+          "[gpu][reliability][refusal]") {
+  int chip_sms = 0;
+  RSS_TEST_CUDA(cudaDeviceGetAttribute(&chip_sms, cudaDevAttrMultiProcessorCount, 0));
+  SmallPartition partition(16);
+  REQUIRE(partition_refuses_full_grid(partition, chip_sms));
+
+  // 1 x 2^23 fp32 overflows the chip's shared memory: automatic plans megakernel_row, whose barrier
+  // counters live in the workspace. The fallback (local_fusion) has a region of its own: it used to
+  // write its row statistics over the counters, and the next megakernel_row run trapped after 20 s.
+  const std::int64_t rows = 1, cols = std::int64_t{1} << 23;
+  std::size_t bytes = 0;
+  REQUIRE(rss::workspace_bytes<float>(Strategy::automatic, rows, cols, &bytes) == Status::success);
+  Problem p(rows, cols, bytes);
+  rss::Operator<float> op;
+  REQUIRE(op.initialize(Strategy::automatic, p.x.get<float>(), p.y.get<float>(), rss::Layout::contiguous(rows, cols),
+                        p.workspace.get(), bytes) == Status::success);
+  REQUIRE(op.strategy() == Strategy::megakernel_row);
+  std::vector<double> in(p.host_x.begin(), p.host_x.end()), ref(in.size());
+  rss::reference::rms_scaled_softmax(in.data(), ref.data(), rows, cols);
+  const auto error = [&] {
+    const std::vector<float> out = p.result();
+    const std::vector<double> got(out.begin(), out.end());
+    return rss::reference::row_relative_error(got.data(), ref.data(), cols);
+  };
+
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    Strategy ran = Strategy::automatic;
+    partition.enter();
+    REQUIRE(op.run(partition.stream(), &ran) == Status::success);
+    RSS_TEST_CUDA(cudaStreamSynchronize(partition.stream()));
+    partition.leave();
+    CHECK(ran == rss::fallback_strategy);
+    CHECK(error() <= rss::reference::fp32_tolerance);
+
+    rss_test::poison(p.y);
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE(op.run(nullptr, &ran) == Status::success);
+    RSS_TEST_CUDA(cudaDeviceSynchronize());  // a corrupted barrier would trap here after 20 s
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+    CHECK(ran == Strategy::megakernel_row);
+    CHECK(error() <= rss::reference::fp32_tolerance);
+    rss_test::poison(p.y);
   }
 }

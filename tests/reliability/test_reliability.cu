@@ -213,7 +213,7 @@ void check_case(const Case& c, const std::vector<float>& values, cudaStream_t st
   std::vector<double> y_values(y.size());
   std::transform(y.begin(), y.end(), y_values.begin(), [](const T& v) { return to_float(v); });
   std::string why;
-  const double tolerance = rss::reference::tolerance(rss::detail::StorageTraits<T>::dtype);
+  const double tolerance = rss::reference::tolerance(rss::dtype_of<T>);
   INFO("tolerance " << tolerance);
   if (!matches_reference(y_values, ref, l.rows, l.cols, tolerance, &why)) FAIL_CHECK(why);
 }

@@ -54,7 +54,7 @@ struct Problem {
 
 /// Runs `strategy` on the problem with a poisoned y and returns the worst row error.
 template <class T>
-double run_and_measure(Strategy strategy, const Problem<T>& p, cudaStream_t stream) {
+double run_and_measure(const rss::Config& strategy, const Problem<T>& p, cudaStream_t stream) {
   std::size_t bytes = 0;
   REQUIRE(rss::workspace_bytes<T>(strategy, p.shape.rows, p.shape.cols, &bytes) == rss::Status::success);
   rss_test::DeviceBuffer workspace(bytes);
@@ -97,10 +97,11 @@ void check_all_strategies(const std::vector<Shape>& shapes) {
   const double tolerance = rss::reference::tolerance(rss::dtype_of<T>);
   for (const Shape& shape : shapes) {
     const Problem<T> problem(shape, rss_test::fresh_seed());
-    for (Strategy strategy : rss::all_strategies) {
-      INFO(shape.rows << " x " << shape.cols << " " << rss::dtype_name(rss::dtype_of<T>) << " "
-                      << rss::strategy_name(strategy) << " seed " << problem.seed);
-      if (strategy == Strategy::cluster_row && !cluster_row_holds<T>(shape.cols)) {
+    for (const rss_test::NamedConfig& named : rss_test::strategies_and_controls()) {
+      const rss::Config& strategy = named.config;
+      INFO(shape.rows << " x " << shape.cols << " " << rss::dtype_name(rss::dtype_of<T>) << " " << named.name
+                      << " seed " << problem.seed);
+      if (strategy.strategy == Strategy::cluster_row && !cluster_row_holds<T>(shape.cols)) {
         check_cluster_row_refuses(problem, stream);
         continue;
       }

@@ -18,6 +18,22 @@ inline std::vector<rss::Strategy> strategies_and_automatic() {
   return s;
 }
 
+/// A configuration under test and the name the bench gives it.
+struct NamedConfig {
+  const char* name;
+  rss::Config config;
+};
+
+/// Every concrete strategy, then the megakernel's two controls.
+inline std::vector<NamedConfig> strategies_and_controls() {
+  std::vector<NamedConfig> v;
+  for (rss::Strategy s : rss::all_strategies) v.push_back({rss::strategy_name(s), s});
+  v.push_back({"control_no_retention", {rss::Strategy::megakernel_grid, {}, rss::MegakernelControl::no_retention}});
+  v.push_back({"control_ordinary_launch",
+               {rss::Strategy::megakernel_grid, {}, rss::MegakernelControl::ordinary_launch}});
+  return v;
+}
+
 /// Whether cluster_row holds a row of `cols` elements of T on the current device.
 template <class T>
 bool cluster_row_holds(std::int64_t cols) {

@@ -49,6 +49,7 @@ Status concrete_workspace_bytes(Strategy s, std::int64_t rows, std::int64_t cols
 template <class T>
 Status workspace_layout(const Config& config, std::int64_t rows, std::int64_t cols, const DeviceInfo& d,
                         std::size_t* primary, std::size_t* total) {
+  if (!config.valid()) return Status::invalid_strategy;
   const Config concrete = resolve(config, d, rows, cols, dtype_of<T>);
   RSS_TRY(concrete_workspace_bytes<T>(concrete.strategy, rows, cols, d, primary));
   *total = *primary;

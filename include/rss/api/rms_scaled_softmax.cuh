@@ -45,6 +45,7 @@ Status rms_scaled_softmax(const Config& config, const T* x, T* y, std::int64_t r
 template <class T>
 Status describe_launches(const Config& config, std::int64_t rows, std::int64_t cols, LaunchList* out) noexcept {
   if (out == nullptr) return Status::null_pointer;
+  if (!config.valid()) return Status::invalid_strategy;
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
   DeviceInfo d;
   RSS_TRY(current_device_info(&d));

@@ -109,4 +109,29 @@ Status blocks_per_sm(Kernel kernel, const DeviceInfo& d, int threads, std::size_
   return Status::success;
 }
 
+/// Clusters of `cluster_size` blocks of `kernel` (threads per block, no dynamic shared memory) that
+/// device d can hold at once (cudaOccupancyMaxActiveClusters); 0: not even one.
+template <class Kernel>
+Status active_clusters(Kernel kernel, const DeviceInfo& d, int threads, int cluster_size, int* out) noexcept {
+  // Keyed apart from blocks_per_sm by a negative thread count.
+  const OccupancyKey key{reinterpret_cast<const void*>(kernel), d.ordinal, -threads,
+                         static_cast<std::size_t>(cluster_size)};
+  if (OccupancyCache::instance().find(key, nullptr, out)) return Status::success;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(cluster_size));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(cluster_size);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  RSS_TRY(from_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config)));
+  OccupancyCache::instance().insert(key, KernelFacts{}, clusters);
+  *out = clusters;
+  return Status::success;
+}
+
 }  // namespace rss::detail

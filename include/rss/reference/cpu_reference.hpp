@@ -13,13 +13,6 @@ namespace rss::reference {
 
 inline constexpr double epsilon = 1e-5;
 
-/// Positive inverse RMS of one row.
-inline double inv_rms(const double* row, std::int64_t cols) {
-  double sum_sq = 0.0;
-  for (std::int64_t j = 0; j < cols; ++j) sum_sq += row[j] * row[j];
-  return 1.0 / std::sqrt(sum_sq / static_cast<double>(cols) + epsilon);
-}
-
 /// y = rms_scaled_softmax(x) for one row, in double. `x` is any type convertible to double.
 template <class In>
 void rms_scaled_softmax_row(const In* x, double* y, std::int64_t cols) {

@@ -3,10 +3,12 @@
 // once and replayed. A graph separates the definition of the work from its replay (one host launch
 // instead of nine); it does not fuse the kernels, which stay nine nodes.
 //
-// Inside someone else's stream capture it stays out of the way: the graph is captured on a private
-// stream with this thread's capture mode relaxed (instantiation is otherwise refused while the
-// caller captures), and a run on a capturing stream issues the nine kernels into the caller's capture
-// instead of launching the graph (a graph launch cannot be captured).
+// Inside someone else's stream capture it stays out of the way: prepared on a stream that is being
+// captured (the one-call form inside the caller's capture), it makes no graph of its own (capturing
+// and instantiating one there invalidates the caller's capture) and issues the nine kernels into the
+// caller's capture; a prepared graph run on a capturing stream does the same (a graph launch cannot
+// be captured). Its own graph is captured on a private stream with this thread's capture mode relaxed,
+// so that a capture elsewhere in the program does not refuse it.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -100,7 +102,7 @@ struct BaselineGraph {
   static constexpr Strategy id = Strategy::baseline_graph;
   template <class T>
   struct Plan {
-    std::shared_ptr<baseline_graph::Graph> graph;  // set by prepare()
+    std::shared_ptr<baseline_graph::Graph> graph;  // set by prepare(), unless it ran inside a capture
   };
 
   template <class T>
@@ -112,14 +114,15 @@ struct BaselineGraph {
     return Status::success;
   }
   template <class T>
-  static Status prepare(Plan<T>& plan, const Call<T>& c, cudaStream_t) noexcept {
+  static Status prepare(Plan<T>& plan, const Call<T>& c, cudaStream_t stream) noexcept {
+    if (baseline_graph::capturing(stream)) return Status::success;  // the caller's graph holds the kernels
     std::shared_ptr<baseline_graph::Graph> graph(new (std::nothrow) baseline_graph::Graph);
     if (graph == nullptr) return Status::cuda_error;  // host allocation failed
     RSS_TRY(graph->capture(c));
     plan.graph = std::move(graph);
     return Status::success;
   }
-  /// Replays the graph; into a capturing stream, issues its nine kernels instead. A dry run describes
+  /// Replays the graph; into a capturing stream (or without a graph), issues the nine kernels. A dry run describes
   /// the nine kernels as one host launch of a graph.
   template <class T>
   static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
@@ -134,8 +137,7 @@ struct BaselineGraph {
       }
       return Status::success;
     }
-    if (plan.graph == nullptr) return Status::invalid_strategy;  // not prepared
-    if (baseline_graph::capturing(launcher.stream)) {
+    if (plan.graph == nullptr || baseline_graph::capturing(launcher.stream)) {
       return baseline::launch_nine(c.x, c.y, c.layout, c.workspace, launcher);
     }
     RSS_TRY(from_cuda(cudaGraphLaunch(plan.graph->exec(), launcher.stream)));

@@ -197,24 +197,6 @@ inline const char* kernel_name(Fit fit) {
   }
 }
 
-/// Asks the driver whether one cluster of the configuration fits on the device.
-template <class T>
-Status admit_cluster(Kernel<T> kernel, const ClusterConfig& c) noexcept {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(c.cluster_size));
-  config.blockDim = dim3(static_cast<unsigned>(c.threads));
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(c.cluster_size);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  int clusters = 0;
-  RSS_TRY(from_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config)));
-  return clusters > 0 ? Status::success : Status::not_admissible;
-}
-
 /// The kernel a plan launches for one call's pointers, and its occupancy.
 struct Admitted {
   Fit fit = Fit::checked;
@@ -244,7 +226,11 @@ Status make_plan(const T* x, const T* y, const Layout& layout, const DeviceInfo&
     if (facts.binary_version < 90) return Status::unsupported_device;  // the build has no sm_90 code for it
     RSS_TRY(blocks_per_sm(k, d, c.threads, 0, &a.blocks_per_sm));
     if (a.blocks_per_sm == 0) return Status::not_admissible;
-    if (c.cluster_size > 1) RSS_TRY(admit_cluster<T>(k, c));
+    if (c.cluster_size > 1) {  // the driver must be able to place one cluster
+      int clusters = 0;
+      RSS_TRY(active_clusters(k, d, c.threads, c.cluster_size, &clusters));
+      if (clusters == 0) return Status::not_admissible;
+    }
   }
   out->geometry = p;
   out->admitted = a;
