@@ -174,6 +174,13 @@ std::string json_escape(const std::string& s) {
   return o;
 }
 
+/// A double with 6 significant digits (std::to_string's fixed 6 decimals read 1e-7 as 0).
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6e", v);
+  return buf;
+}
+
 std::string uuid_of(int device) {
   cudaDeviceProp p{};
   cudaGetDeviceProperties(&p, device);
@@ -555,7 +562,7 @@ int main(int argc, char** argv) {
                  "\"detail\": \"%s\", \"status\": \"%s\", \"max_rel_err\": %s, \"uuids\": [",
                  static_cast<long long>(r.rows), static_cast<long long>(r.cols), r.dtype.c_str(), r.world,
                  r.variant.c_str(), json_escape(r.detail).c_str(), json_escape(r.status).c_str(),
-                 std::isnan(r.max_rel_err) ? "null" : std::to_string(r.max_rel_err).c_str());
+                 std::isnan(r.max_rel_err) ? "null" : sci(r.max_rel_err).c_str());
     for (int i = 0; i < r.world; ++i) std::fprintf(f, "%s\"%s\"", i ? ", " : "", uuids[static_cast<std::size_t>(i)].c_str());
     std::fprintf(f, "], \"samples_us\": [");
     for (std::size_t s = 0; s < r.samples_us.size(); ++s) std::fprintf(f, "%s%.3f", s ? ", " : "", r.samples_us[s]);
