@@ -19,8 +19,10 @@ Schema "rss-records/1":
 
 Source hash (the session runner and verify both call source_hash(); it is the only definition):
     sha256 over every regular file under include/ and bench/ of the tree, excluding anything under
-    bench/results/, any __pycache__/ directory, any *.pyc file and any *.md file (notes and prose describe
-    the measurements; they do not produce them); files are taken in ascending order of
+    bench/results/, the backward pass's and the sharded path's own code and benches (include/rss/backward/,
+    include/rss/sharded/, bench/backward/, bench/sharded/: the forward bench neither runs nor measures them,
+    and they have records of their own), any __pycache__/ directory, any *.pyc file and any *.md file (notes
+    and prose describe the measurements; they do not produce them); files are taken in ascending order of
     their tree-relative POSIX path (Python str order), and each feeds
         path.encode("utf-8") + b"\\0" + str(len(data)).encode() + b"\\0" + data
     where data is the file's bytes. Untracked files (e.g. a build folder under bench/) count too: build
@@ -50,7 +52,8 @@ PEERS = ("torch_eager", "torch_eager_graph", "torch_compile", "torch_compile_gra
 KNOWN_VARIANTS = STRATEGIES + CONTROLS + FLOORS + PEERS
 SHAPE_ORDERS = ("forward", "reverse")
 HASHED_DIRS = ("include", "bench")
-EXCLUDED_PREFIX = "bench/results/"
+EXCLUDED_PREFIXES = ("bench/results/", "include/rss/backward/", "include/rss/sharded/", "bench/backward/",
+                     "bench/sharded/")
 
 
 class RecordError(ValueError):
@@ -67,7 +70,7 @@ def hashed_files(tree):
             for name in filenames:
                 full = os.path.join(dirpath, name)
                 rel = os.path.relpath(full, tree).replace(os.sep, "/")
-                if name.endswith((".pyc", ".md")) or rel.startswith(EXCLUDED_PREFIX) or not os.path.isfile(full):
+                if name.endswith((".pyc", ".md")) or rel.startswith(EXCLUDED_PREFIXES) or not os.path.isfile(full):
                     continue
                 paths.append(rel)
     return sorted(paths)
