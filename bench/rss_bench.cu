@@ -600,8 +600,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!have_device) {
-    std::fprintf(stderr, "rss_bench: no CUDA device (%s). The benchmark suite needs an NVIDIA GPU; nothing was run.\n",
-                 no_device_reason(err).c_str());
+    std::fprintf(stderr, "rss_bench: no CUDA device (%s). The benchmark suite needs an NVIDIA GPU%s; nothing was run.\n",
+                 no_device_reason(err).c_str(),
+                 g_list_tests ? " (so does listing the pilot's candidates: they depend on the device)" : "");
     return 2;
   }
   BENCH_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
