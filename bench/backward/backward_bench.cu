@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(256) stats_kernel(const T* x, std::int64_t col
   const T* row = x + static_cast<std::int64_t>(blockIdx.x) * cols;
   double m = -INFINITY, sq = 0.0;
   for (std::int64_t j = threadIdx.x; j < cols; j += 256) {
-    const double v = rss::detail::StorageTraits<T>::to_float(row[j]);
+    const double v = rss::StorageTraits<T>::to_float(row[j]);
     m = fmax(m, v);
     sq += v * v;
   }
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(256) stats_kernel(const T* x, std::int64_t col
   const double r = 1.0 / sqrt(shared_sum_sq / static_cast<double>(cols) + 1e-5);
   double z = 0.0;
   for (std::int64_t j = threadIdx.x; j < cols; j += 256)
-    z += exp(r * (static_cast<double>(rss::detail::StorageTraits<T>::to_float(row[j])) - shared_max));
+    z += exp(r * (static_cast<double>(rss::StorageTraits<T>::to_float(row[j])) - shared_max));
   __syncthreads();
   z = Reduce(storage).Sum(z);
   if (threadIdx.x == 0) out[blockIdx.x] = {static_cast<float>(shared_max), static_cast<float>(r), static_cast<float>(z)};
@@ -239,7 +239,7 @@ struct Variant {
 
 template <class T>
 void run_variant(benchmark::State& st, const Variant& v, std::int64_t rows, std::int64_t cols) {
-  Problem& p = problem(rss::detail::StorageTraits<T>::dtype, rows, cols);
+  Problem& p = problem(rss::StorageTraits<T>::dtype, rows, cols);
   const T* x = static_cast<const T*>(p.x);
   const T* y = static_cast<const T*>(p.y);
   const T* dy = static_cast<const T*>(p.dy);
@@ -431,7 +431,8 @@ int main(int argc, char** argv) {
               const rss::BackwardClusterConfig config{threads, elems, c};
               // Only configurations that hold the row with every block busy.
               if (!rss::backward_cluster_config_fits(config, cols, dtype, rss::backward_max_cluster_size)) continue;
-              if (c > 1 && rss::detail::backward::cluster_chunk(cols, c) * (c - 1) >= cols) continue;
+              // Every block busy: the first c - 1 blocks' shares (multiples of 8 elements) leave some for the last.
+              if (c > 1 && (cols + 8 * c - 1) / (8 * c) * 8 * (c - 1) >= cols) continue;
               if (c > 1 && rss::backward_cluster_config_fits({threads, elems, c - 1}, cols, dtype, 8)) continue;
               if (rss::backward_cluster_config_fits({threads, elems / 2, c}, cols, dtype, 8)) continue;  // idle threads
               variants.push_back({"cluster_row:" + std::to_string(threads) + "x" + std::to_string(elems) + "x" +

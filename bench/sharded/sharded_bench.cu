@@ -116,7 +116,7 @@ __host__ __device__ inline float input_value(std::uint64_t seed, std::int64_t ro
 }
 
 template <class T>
-__device__ T store_as(float v) { return rss::detail::StorageTraits<T>::from_float(v); }
+__device__ T store_as(float v) { return rss::StorageTraits<T>::from_float(v); }
 
 template <class T>
 __global__ void fill(T* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t col0, std::uint64_t seed) {

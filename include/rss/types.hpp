@@ -8,7 +8,7 @@ namespace rss {
 /// Alignment the caller's workspace pointer must have (cudaMalloc gives at least this).
 inline constexpr std::size_t workspace_alignment = 256;
 
-/// Storage type of x and y. Arithmetic is always fp32 or wider. rss::dtype_of<T> (rss/detail/storage.cuh)
+/// Storage type of x and y. Arithmetic is always fp32 or wider. rss::dtype_of<T> (rss/storage.cuh)
 /// maps a C++ storage type (float, __nv_bfloat16, __half) to its DType.
 enum class DType : int { fp32, bf16, fp16 };
 

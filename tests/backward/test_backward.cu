@@ -32,7 +32,7 @@ using rss_test::to_double;
 
 template <class T>
 const char* type_name() {
-  return rss::dtype_name(rss::detail::StorageTraits<T>::dtype);
+  return rss::dtype_name(rss::StorageTraits<T>::dtype);
 }
 
 const BackwardStrategy kStrategies[] = {BackwardStrategy::two_pass, BackwardStrategy::cluster_row,
@@ -213,8 +213,9 @@ Status run_case(BackwardStrategy strategy, const Problem<T>& p, bool in_place, i
 }
 
 bool cluster_holds(std::int64_t cols, rss::DType dtype) {
-  int max_cluster = 0;
-  REQUIRE(rss::detail::backward::cluster_row::current_max_cluster_size(&max_cluster) == Status::success);
+  rss::DeviceInfo device;
+  REQUIRE(rss::current_device_info(&device) == Status::success);
+  const int max_cluster = std::min(device.max_cluster_size, rss::backward_max_cluster_size);
   return rss::default_backward_cluster_config(cols, dtype, max_cluster).cluster_size > 0;
 }
 
@@ -230,7 +231,7 @@ void check_strategies(const BackwardLayout& l, std::uint64_t seed, bool in_place
     std::string failure;
     BackwardStrategy ran{};
     const Status s = run_case<T>(strategy, p, in_place, shift, &failure, &ran, saved);
-    const bool holds = cluster_holds(l.cols, rss::detail::StorageTraits<T>::dtype);
+    const bool holds = cluster_holds(l.cols, rss::StorageTraits<T>::dtype);
     if (strategy == BackwardStrategy::cluster_row && !holds && !l.empty()) {
       CHECK(s == Status::not_admissible);
     } else {

@@ -232,7 +232,7 @@ struct Rank {
     if (ws != nullptr) cudaFree(ws);
     if (!rss::ok(s)) report.fail(label + ": single-GPU rss failed: " + rss::status_message(s));
 
-    const double tol = rss::reference::tolerance(rss::detail::StorageTraits<T>::dtype);
+    const double tol = rss::reference::tolerance(rss::StorageTraits<T>::dtype);
     double worst_ref = 0.0, worst_single = 0.0;
     for (std::int64_t i = 0; i < c.rows; ++i) {
       bool ref_nan = false;
@@ -277,7 +277,7 @@ struct Rank {
 
 template <class T>
 const char* type_name() {
-  return rss::dtype_name(rss::detail::StorageTraits<T>::dtype);
+  return rss::dtype_name(rss::StorageTraits<T>::dtype);
 }
 
 /// A path and, for the device path, how its blocks exchange partials.

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <variant>
 
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 #include "rss/device.cuh"
 #include "rss/launch_info.hpp"
 #include "rss/strategies/registry.cuh"
@@ -138,7 +138,7 @@ Status workspace_bytes(const Config& config, std::int64_t rows, std::int64_t col
 
 template <class T>
 class Operator {
-  static_assert(sizeof(detail::StorageTraits<T>) > 0, "rss::Operator<T>: T is float, __nv_bfloat16 or __half");
+  static_assert(sizeof(StorageTraits<T>) > 0, "rss::Operator<T>: T is float, __nv_bfloat16 or __half");
 
  public:
   Operator() = default;

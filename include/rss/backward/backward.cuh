@@ -21,35 +21,15 @@
 #include "rss/backward/layout.hpp"
 #include "rss/backward/two_pass.cuh"
 #include "rss/detail/cuda_status.cuh"
+#include "rss/device.cuh"
 #include "rss/detail/launch.cuh"
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 #include "rss/workspace.hpp"
 
 namespace rss {
 
 namespace detail::backward {
 
-inline Status current_device_index(int* device) noexcept {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();  // clear the non-sticky error so later calls see a clean state
-    return Status::no_device;
-  }
-  return from_cuda(cudaGetDevice(device));
-}
-
-/// success for device memory of `device` or managed memory; not_device_memory otherwise.
-inline Status check_memory(const void* p, int device) noexcept {
-  cudaPointerAttributes a{};
-  const cudaError_t err = cudaPointerGetAttributes(&a, p);
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    return err == cudaErrorInvalidValue ? Status::not_device_memory : from_cuda(err);
-  }
-  if (a.type == cudaMemoryTypeManaged) return Status::success;
-  if (a.type == cudaMemoryTypeDevice && a.device == device) return Status::success;
-  return Status::not_device_memory;
-}
 
 /// validate_backward_call (or, with `stats`, validate_backward_saved_call), then: a device exists and every
 /// matrix (and the statistics and the workspace, when used) is its memory.
@@ -64,9 +44,9 @@ inline Status validate_device(const void* x, const void* y, const RowStatistics*
   }
   if (l.empty()) return Status::success;
   int device = 0;
-  RSS_TRY(current_device_index(&device));
-  for (const void* p : {x, stats != nullptr ? static_cast<const void*>(stats) : y, dy, dx}) RSS_TRY(check_memory(p, device));
-  if (required > 0) RSS_TRY(check_memory(workspace, device));
+  RSS_TRY(rss::detail::current_device(&device));
+  for (const void* p : {x, stats != nullptr ? static_cast<const void*>(stats) : y, dy, dx}) RSS_TRY(rss::detail::check_device_memory(p, device));
+  if (required > 0) RSS_TRY(rss::detail::check_device_memory(workspace, device));
   return Status::success;
 }
 
@@ -76,9 +56,10 @@ inline bool refused_by_device(Status s) {
 }
 
 inline Status current_sm_count(int* sm_count) noexcept {
-  int device = 0;
-  RSS_TRY(current_device_index(&device));
-  return from_cuda(cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, device));
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  *sm_count = d.sm_count;
+  return Status::success;
 }
 
 }  // namespace detail::backward

@@ -15,7 +15,8 @@
 #include "rss/backward/layout.hpp"
 #include "rss/backward/row_sums.cuh"
 #include "rss/detail/launch.cuh"
-#include "rss/detail/storage.cuh"
+#include "rss/device.cuh"
+#include "rss/storage.cuh"
 #include "rss/phases/tile_io.cuh"
 #include "rss/sync/cluster_reduce.cuh"
 
@@ -186,15 +187,9 @@ inline const char* kernel_name(Fit fit, bool saved) {
 
 /// Largest cluster the current device launches for us: 0 without cluster support (before sm_90).
 inline Status current_max_cluster_size(int* out) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();
-    return Status::no_device;
-  }
-  int device = 0, cluster_launch = 0;
-  RSS_TRY(from_cuda(cudaGetDevice(&device)));
-  RSS_TRY(from_cuda(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device)));
-  *out = cluster_launch != 0 ? backward_max_cluster_size : 0;
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  *out = d.max_cluster_size < backward_max_cluster_size ? d.max_cluster_size : backward_max_cluster_size;
   return Status::success;
 }
 

@@ -9,7 +9,7 @@
 #include "rss/backward/layout.hpp"
 #include "rss/backward/row_sums.cuh"
 #include "rss/detail/launch.cuh"
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 #include "rss/workspace.hpp"
 #include "rss/phases/tile_io.cuh"
 

@@ -4,7 +4,7 @@
 // reads and writes global memory through these, so alignment and odd widths are handled once.
 #include <cstdint>
 
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 
 namespace rss::detail {
 

@@ -22,7 +22,7 @@
 
 #include "rss/detail/cuda_status.cuh"
 #include "rss/detail/launch.cuh"
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/row_stats.cuh"
 #include "rss/phases/tile_io.cuh"

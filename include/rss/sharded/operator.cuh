@@ -27,7 +27,7 @@
 
 #include "rss/detail/cuda_status.cuh"
 #include "rss/detail/launch.cuh"
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 #include "rss/workspace.hpp"
 #include "rss/device.cuh"
 #include "rss/launch_info.hpp"
@@ -134,7 +134,7 @@ class ShardedOperator {
     mine.rows = local.rows;
     mine.local_cols = local.cols;
     mine.global_cols = global_cols;
-    mine.dtype = static_cast<std::int64_t>(detail::StorageTraits<T>::dtype);
+    mine.dtype = static_cast<std::int64_t>(StorageTraits<T>::dtype);
     mine.path = static_cast<std::int64_t>(path);
     mine.exchange = static_cast<std::int64_t>(exchange_mode_);
     Status own = Status::success;
@@ -256,7 +256,7 @@ class ShardedOperator {
               int world, int rank, int device, std::vector<RankShape>& table, RankShape mine, RankShape* scratch,
               cudaStream_t stream) noexcept {
     using namespace detail::sharded;
-    const DType dtype = detail::StorageTraits<T>::dtype;
+    const DType dtype = StorageTraits<T>::dtype;
     const std::int64_t rows = local.rows;
     const std::int64_t max_cols = max_local_cols(table.data(), world);
     comm_ = comm;

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "rss/detail/launch.cuh"
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 #include "rss/workspace.hpp"
 #include "rss/phases/block_reduce.cuh"
 #include "rss/phases/row_stats.cuh"

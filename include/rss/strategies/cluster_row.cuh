@@ -13,7 +13,7 @@
 
 #include "rss/detail/launch.cuh"
 #include "rss/detail/occupancy.cuh"
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/row_stats.cuh"
 #include "rss/phases/tile_io.cuh"

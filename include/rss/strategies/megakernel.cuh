@@ -22,7 +22,7 @@
 
 #include "rss/detail/launch.cuh"
 #include "rss/detail/occupancy.cuh"
-#include "rss/detail/storage.cuh"
+#include "rss/storage.cuh"
 #include "rss/workspace.hpp"
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/normalize.cuh"
@@ -195,14 +195,22 @@ class CountersZeroed {
 
   Status order_before(cudaStream_t stream) const noexcept {
     if (stream == stream_ || done_.load(std::memory_order_acquire)) return Status::success;
+    // A query is safe inside the caller's stream capture; only the capture mode forbids it.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    RSS_TRY(from_cuda(cudaThreadExchangeStreamCaptureMode(&mode)));
     const cudaError_t err = cudaEventQuery(event_);
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
     if (err == cudaSuccess) {
       done_.store(true, std::memory_order_release);
       return Status::success;
     }
     if (err != cudaErrorNotReady) return from_cuda(err);
     (void)cudaGetLastError();
-    return from_cuda(cudaStreamWaitEvent(stream, event_, 0));
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) (void)cudaGetLastError();
+    // Inside a capture the zeroing becomes an external dependency of the caller's graph.
+    const unsigned flags = capture == cudaStreamCaptureStatusActive ? cudaEventWaitExternal : cudaEventWaitDefault;
+    return from_cuda(cudaStreamWaitEvent(stream, event_, flags));
   }
 
  private:

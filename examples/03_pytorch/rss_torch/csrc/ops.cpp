@@ -133,14 +133,6 @@ at::Tensor backward_cuda(const at::Tensor& x_in, const at::Tensor& y_in, const a
   return dx;
 }
 
-at::Tensor forward_cpu(const at::Tensor& x) {
-  TORCH_CHECK(false, "rss::rms_scaled_softmax: x must be a CUDA tensor, got a tensor on ", x.device());
-}
-
-at::Tensor backward_cpu(const at::Tensor& x, const at::Tensor&, const at::Tensor&) {
-  TORCH_CHECK(false, "rss::rms_scaled_softmax_backward: x, y and dy must be CUDA tensors, got a tensor on ", x.device());
-}
-
 }  // namespace
 
 TORCH_LIBRARY(rss, m) {
@@ -151,9 +143,4 @@ TORCH_LIBRARY(rss, m) {
 TORCH_LIBRARY_IMPL(rss, CUDA, m) {
   m.impl("rms_scaled_softmax", &forward_cuda);
   m.impl("rms_scaled_softmax_backward", &backward_cuda);
-}
-
-TORCH_LIBRARY_IMPL(rss, CPU, m) {
-  m.impl("rms_scaled_softmax", &forward_cpu);
-  m.impl("rms_scaled_softmax_backward", &backward_cpu);
 }

@@ -7,16 +7,19 @@
 
 #include "rss/types.hpp"
 
-namespace rss::detail {
-
+namespace rss {
+namespace detail {
 template <class T>
 inline constexpr bool always_false = false;
+}  // namespace detail
 
-/// An unsupported storage type stops the build here, with one message; the members keep the rest of
-/// the instantiation quiet.
+/// How kernels meet a storage type: its DType and its conversions to and from the fp32 compute type
+/// (host and device). Public, so that code fused around rss, its tests and its benches convert exactly
+/// as rss does. An unsupported storage type stops the build here, with one message; the members keep
+/// the rest of the instantiation quiet.
 template <class T>
 struct StorageTraits {
-  static_assert(always_false<T>, "rss: unsupported storage type; use float, __nv_bfloat16 or __half");
+  static_assert(detail::always_false<T>, "rss: unsupported storage type; use float, __nv_bfloat16 or __half");
   static constexpr DType dtype = DType::fp32;
   __host__ __device__ static float to_float(T) { return 0.0f; }
   __host__ __device__ static T from_float(float) { return T{}; }
@@ -32,25 +35,25 @@ struct StorageTraits<float> {
 template <>
 struct StorageTraits<__nv_bfloat16> {
   static constexpr DType dtype = DType::bf16;
-  __device__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+  __host__ __device__ static float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __host__ __device__ static __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 };
 
 template <>
 struct StorageTraits<__half> {
   static constexpr DType dtype = DType::fp16;
-  __device__ static float to_float(__half v) { return __half2float(v); }
-  __device__ static __half from_float(float v) { return __float2half_rn(v); }
+  __host__ __device__ static float to_float(__half v) { return __half2float(v); }
+  __host__ __device__ static __half from_float(float v) { return __float2half_rn(v); }
 };
 
+/// The DType of a storage type: float, __nv_bfloat16 or __half.
+template <class T>
+inline constexpr DType dtype_of = StorageTraits<T>::dtype;
+
+namespace detail {
 /// Elements of T in one 16-byte access.
 template <class T>
 inline constexpr int vector_width = 16 / static_cast<int>(sizeof(T));
+}  // namespace detail
 
-}  // namespace rss::detail
-
-namespace rss {
-/// The DType of a storage type: float, __nv_bfloat16 or __half.
-template <class T>
-inline constexpr DType dtype_of = detail::StorageTraits<T>::dtype;
 }  // namespace rss
