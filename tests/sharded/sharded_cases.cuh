@@ -25,17 +25,11 @@
 
 namespace sharded_test {
 
-inline float to_float(float v) { return v; }
-inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-inline float to_float(__half v) { return __half2float(v); }
+/// Conversions exactly as the kernels make them.
 template <class T>
-T from_float(float v);
-template <>
-inline float from_float<float>(float v) { return v; }
-template <>
-inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <>
-inline __half from_float<__half>(float v) { return __float2half_rn(v); }
+float to_float(T v) { return rss::StorageTraits<T>::to_float(v); }
+template <class T>
+T from_float(float v) { return rss::StorageTraits<T>::from_float(v); }
 
 inline std::uint64_t fresh_seed() {
   std::random_device d;
