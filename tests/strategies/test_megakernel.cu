@@ -1,7 +1,7 @@
 // The cooperative megakernels on a real device: thousands of random shapes against the CPU reference
 // (a barrier bug shows as a moving error or a hang), row barrier reuse across launches and calls,
 // refusals that write nothing, controls that leave the retained path alone, and the plans the planner
-// makes on this device for the shapes of SPEC §3.
+// makes on this device for the shapes of the project's shapes (docs/protocol.md).
 //
 // Every launch is waited for with a deadline: a kernel that does not finish (blocks that are not all
 // co-resident, a barrier that misses an arrival) fails the test with its seed and shape instead of
@@ -617,7 +617,7 @@ TEST_CASE("the planner refuses this device's description without cooperative lau
           "[gpu][refusal]") {
   rss::DeviceInfo desc{};
   REQUIRE(rss::current_device_info(&desc) == Status::success);
-  CHECK(desc.cooperative_launch);  // the real device: every SPEC target supports it
+  CHECK(desc.cooperative_launch);  // the real device: every GPU rss targets supports it
   rss::MegakernelRequest request;
   request.rows = 64;
   request.cols = 131072;
@@ -726,7 +726,7 @@ TEST_CASE("on this device 64 x 131072 fp32 takes two launches and 1 x 16777216 e
   }
 }
 
-TEST_CASE("the plans for the SPEC shapes agree with their launch metadata and respect co-residency",
+TEST_CASE("the plans for the project shapes agree with their launch metadata and respect co-residency",
           "[gpu][plan]") {
   // Printed with WARN so that the log carries the plans made on this device.
   const std::pair<std::int64_t, std::int64_t> shapes[] = {

@@ -27,6 +27,8 @@
 #include "rss/phases/row_stats.cuh"
 #include "rss/phases/tile_io.cuh"
 #include "rss/sharded/plan.hpp"
+#include "rss/detail/occupancy.cuh"
+#include "rss/device.cuh"
 #include "rss/sync/cluster_reduce.cuh"
 #include "rss/types.hpp"
 
@@ -250,6 +252,7 @@ template <class T, int Threads, int Elems, Fit F>
 __global__ void __launch_bounds__(Threads, 2048 / Threads / 2)  // at most 64 registers: 2 blocks of 512 per SM
     device_kernel(const T* x, T* y, Layout l, std::int64_t global_cols, std::int64_t chunk, int cluster_size,
                   ncclDevComm comm, RankExchange exchange) {
+#if RSS_CLUSTER_DEVICE_CODE  // rss/sync/cluster_reduce.cuh: clusters from sm_90; the host admits no other code
   __shared__ DeviceShared<Threads> shared;
   namespace cg = cooperative_groups;
   const int crank = cluster_size > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
@@ -269,6 +272,9 @@ __global__ void __launch_bounds__(Threads, 2048 / Threads / 2)  // at most 64 re
   }
   __syncthreads();  // every thread has read `counter` before it changes
   if (threadIdx.x == 0) *counter = seq;
+#else
+  __trap();
+#endif
 }
 
 template <class T>
@@ -316,23 +322,19 @@ Fit device_fit(const ShardedDevicePlan& plan, const T* x, const T* y, const Layo
   return plan.chunk_elems == share && l.cols == share * c.cluster_size ? Fit::exact : Fit::vectors;
 }
 
-/// Clusters of `config` co-resident on the current device (0: none), for this rank's kernel.
+/// Clusters of `config` co-resident on the current device (0: none, or a build without sm_90 code for the
+/// kernel), for this rank's kernel.
 template <class T>
 Status resident_clusters(const ShardedDeviceConfig& c, Fit fit, std::int64_t* out) noexcept {
   const DeviceKernel<T> kernel = device_kernel_for<T>(c, fit);
   if (kernel == nullptr) return Status::invalid_strategy;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(c.cluster_size));
-  config.blockDim = dim3(static_cast<unsigned>(c.threads));
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = static_cast<unsigned>(c.cluster_size);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  KernelFacts facts;
+  RSS_TRY(kernel_facts(kernel, d, &facts));
+  if (facts.binary_version < 90) return Status::unsupported_device;
   int clusters = 0;
-  RSS_TRY(from_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config)));
+  RSS_TRY(active_clusters(kernel, d, c.threads, c.cluster_size, &clusters));
   *out = clusters;
   return Status::success;
 }
