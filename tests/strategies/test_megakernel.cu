@@ -1,7 +1,7 @@
 // The cooperative megakernels on a real device: thousands of random shapes against the CPU reference
 // (a barrier bug shows as a moving error or a hang), row barrier reuse across launches and calls,
 // refusals that write nothing, controls that leave the retained path alone, and the plans the planner
-// makes on this device for the shapes of the project's shapes (docs/protocol.md).
+// makes on this device for the project's shapes (docs/protocol.md).
 //
 // Every launch is waited for with a deadline: a kernel that does not finish (blocks that are not all
 // co-resident, a barrier that misses an arrival) fails the test with its seed and shape instead of
