@@ -1,5 +1,5 @@
 // Every strategy against the double-precision CPU reference, on fresh random inputs, for the
-// article shapes, the model shapes of the project's shapes (docs/protocol.md) and odd shapes. y is poisoned before each run.
+// article shapes, the project's model shapes (docs/protocol.md) and odd shapes. y is poisoned before each run.
 #include <catch2/catch.hpp>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
