@@ -162,3 +162,16 @@ TEST_CASE("backward call validation with saved statistics: no y, the statistics 
   CHECK(rss::validate_backward_saved_call(x, stats, 12, dy, dx, BackwardLayout{2, 3, 2, 0, 3, 3}, 4, nullptr, 0, 0) ==
         Status::invalid_layout);
 }
+
+TEST_CASE("backward automatic prefers two_pass for large 16-bit problems, cluster_row elsewhere",
+          "[cpu][backward][automatic]") {
+  using rss::DType;
+  CHECK(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::bf16));
+  CHECK(rss::backward_automatic_prefers_two_pass(16384, 8192, DType::fp16));
+  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(4096, 4096, DType::bf16));
+  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(64, 131072, DType::bf16));
+  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::fp32));
+  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(0, 1 << 30, DType::bf16));
+  CHECK(rss::backward_automatic_prefers_two_pass(1, std::int64_t{1} << 25, DType::bf16));
+  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(1, (std::int64_t{1} << 25) - 1, DType::bf16));
+}

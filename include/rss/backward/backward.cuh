@@ -131,6 +131,7 @@ class BackwardOperator {
     if (strategy == BackwardStrategy::two_pass) return prepare_two_pass();
     if (strategy == BackwardStrategy::cluster_row) return prepare_cluster(preferred);
     if (strategy != BackwardStrategy::automatic) return Status::invalid_strategy;
+    if (backward_automatic_prefers_two_pass(layout.rows, layout.cols, dtype_of<T>)) return prepare_two_pass();
     const Status s = prepare_cluster(preferred);
     if (!detail::backward::refused_by_device(s)) return s;
     return prepare_two_pass();
@@ -285,7 +286,7 @@ Status describe_backward_launches(BackwardStrategy strategy, std::int64_t rows, 
   // Aligned stand-in pointers: a dry run never dereferences them.
   const auto fake = [](std::uintptr_t i) { return reinterpret_cast<T*>(std::uintptr_t{1} << 40 | i << 36); };
   bool cluster = strategy == BackwardStrategy::cluster_row;
-  if (strategy == BackwardStrategy::automatic) {
+  if (strategy == BackwardStrategy::automatic && !backward_automatic_prefers_two_pass(l.rows, l.cols, dtype_of<T>)) {
     detail::backward::cluster_row::Plan probe;
     const Status s = detail::backward::cluster_row::make_plan<T>(fake(0), fake(1), fake(2), fake(3), l, nullptr, &probe);
     if (!ok(s) && !detail::backward::refused_by_device(s)) return s;

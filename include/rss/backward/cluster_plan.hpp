@@ -122,4 +122,13 @@ inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows,
   return Status::success;
 }
 
+/// automatic's rule between the backward's strategies, before any refusal: cluster_row holds the row
+/// in registers, but with three 16-bit arrays per thread it ran up to 1.5x slower than two_pass on
+/// the H200 once a call had many long rows (4096 x 32768 bf16: 664 against 439 us; 16384 x 8192: 544
+/// against 482), while it won on 4096 x 4096 and 64 x 131072 (bench/NOTES.md). So: two_pass for 16-bit
+/// problems of 2^25 elements or more, else cluster_row where a cluster holds the row.
+constexpr bool backward_automatic_prefers_two_pass(std::int64_t rows, std::int64_t cols, DType dtype) noexcept {
+  return dtype != DType::fp32 && rows > 0 && cols >= (std::int64_t{1} << 25) / rows;
+}
+
 }  // namespace rss
