@@ -1,5 +1,5 @@
 #pragma once
-// The benchmarked shapes (SPEC §3), one table: a new shape is one line. Every shape runs in fp32, bf16
+// The benchmarked shapes (docs/protocol.md), one table: a new shape is one line. Every shape runs in fp32, bf16
 // and fp16 (2-byte I/O, fp32 arithmetic).
 #include <cstdint>
 #include <string>

@@ -169,7 +169,7 @@ inline const rss::Config control_ordinary_launch{rss::Strategy::megakernel_grid,
 
 /// Every variant the bench knows, in a fixed order (sessions shuffle it per round): each strategy, the
 /// megakernel's two controls, automatic through rss::Operator and through the one-call API, and the
-/// two floors. rss_bench --list-variants prints these names.
+/// two floors (`rss_bench --benchmark_list_tests` shows them per shape).
 inline std::vector<Variant> all_variants() {
   std::vector<Variant> v;
   for (rss::Strategy s : rss::all_strategies) v.push_back(detail::config_variant(rss::strategy_name(s), s));

@@ -9,7 +9,7 @@
 # RSS_BACKWARD_BENCH), SHAPES, DTYPES (default fp32,bf16), ROUNDS (repetitions, default 3), ITERATIONS
 # (samples per round, default 50), BENCH_ARGS (more flags for the bench, e.g. --pilot), PEERS=0 skips peers,
 # BENCH_TIMEOUT / PEERS_TIMEOUT (seconds, default 240 / 300: an interrupted peers run keeps the shapes it finished).
-# Writes OUTDIR/rss_backward.json, OUTDIR/peers.json, OUTDIR/summary.json and their logs.
+# Writes OUTDIR/rss_backward.json, OUTDIR/peers.json, OUTDIR/summary.json, OUTDIR/results.md and their logs.
 set -uo pipefail
 out=${1:?usage: bench/backward/run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,4 +43,4 @@ if [ "${PEERS:-1}" != 0 ]; then
     if [ -f "$out/peers.json.partial" ]; then peers=(--peers "$out/peers.json.partial"); fi
   fi
 fi
-python3 "$here/summarize.py" --rss "$out/rss_backward.json" "${peers[@]}" --out "$out/summary.json"
+python3 "$here/summarize.py" --rss "$out/rss_backward.json" "${peers[@]}" --out "$out/summary.json" --report "$out/results.md"

@@ -85,26 +85,24 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
   stats = cub::BlockReduce<RowStatsPartial, Threads>(shared.stats_storage).Reduce(stats, CombineRowStats{});
   const RowScale scale = make_row_scale(cluster_all_reduce(stats, shared.stats_slots, cluster_size, start, CombineRowStats{}), cols);
 
-  // fp32 keeps the exponentials in the registers that held x; 16-bit types keep x as stored (half the
-  // registers, so twice the elements per thread at the same occupancy) and recompute the exponentials.
-  constexpr bool keep_exps = sizeof(T) == sizeof(float);
-  float exps[keep_exps ? V : 1][W];
+  // The exponentials stay in the registers that held x, as fp32 for every storage type. Keeping 16-bit x
+  // as stored and recomputing the exponentials for the output saved nothing: ptxas kept the converted
+  // floats alive anyway (bf16 512 x 32 `vectors`: 90 registers, 1 block per SM, against 64 and 2), and
+  // it paid every exponential twice (bench/NOTES.md).
+  float exps[V][W];
   float sum = 0.0f;
 #pragma unroll
   for (int u = 0; u < V; ++u) {
 #pragma unroll
     for (int e = 0; e < W; ++e) {
       const float ex = valid(u, e) ? scale.exp_of(Traits::to_float(raw[u].v[e])) : 0.0f;
-      if constexpr (keep_exps) exps[u][e] = ex;
+      exps[u][e] = ex;
       sum += ex;
     }
   }
   sum = cub::BlockReduce<float, Threads>(shared.sum_storage).Sum(sum);
   const float inv_sum = 1.0f / cluster_all_reduce(sum, shared.sum_slots, cluster_size, start, SumFloat{});
-  const auto out = [&](int u, int e) {
-    if constexpr (keep_exps) return Traits::from_float(exps[u][e] * inv_sum);
-    return Traits::from_float(scale.exp_of(Traits::to_float(raw[u].v[e])) * inv_sum);
-  };
+  const auto out = [&](int u, int e) { return Traits::from_float(exps[u][e] * inv_sum); };
 
   const bool y_vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(y_row) % 16 == 0;
 #pragma unroll
