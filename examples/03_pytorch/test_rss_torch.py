@@ -225,10 +225,14 @@ def test_wrong_inputs_give_clear_errors():
         rss_torch.rms_scaled_softmax(torch.ones(5, device="cuda"))
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
         rss_torch.rms_scaled_softmax([1.0, 2.0])
-    # The operators themselves, called without the Python wrapper: a CPU tensor finds no CPU kernel
-    # (PyTorch's NotImplementedError names the backend); the CUDA kernels say the rest through RuntimeError.
-    with pytest.raises(NotImplementedError, match="CPU"):
+    # The operators themselves, called without the Python wrapper: their CPU kernels refuse CPU tensors with
+    # the wrapper's message; the CUDA kernels say the rest through RuntimeError.
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
         torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3))
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
+        torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3, requires_grad=True))
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
+        torch.ops.rss.rms_scaled_softmax_backward(torch.ones(2, 3), torch.ones(2, 3), torch.ones(2, 3))
     with pytest.raises(RuntimeError, match="at least 2 dimensions"):
         torch.ops.rss.rms_scaled_softmax(torch.ones(5, device="cuda"))
     with pytest.raises(RuntimeError, match="float32, bfloat16 or float16"):

@@ -73,6 +73,20 @@ def _backward_fake(x, y, dy):
     return x.new_empty(x.shape)
 
 
+# CPU kernels that say why they cannot run. Without them a CPU tensor given to torch.ops.rss.* directly reaches
+# PyTorch's "no kernel for this backend" error from inside the autograd redispatch, which crashed the process
+# (a segmentation fault) in our runs with PyTorch 2.11 on the H200; a Python kernel that raises does not.
+@torch.library.register_kernel("rss::rms_scaled_softmax", "cpu")
+def _forward_cpu(x):
+    _check(x)
+
+
+@torch.library.register_kernel("rss::rms_scaled_softmax_backward", "cpu")
+def _backward_cpu(x, y, dy):
+    for name, t in (("x", x), ("y", y), ("dy", dy)):
+        _check(t, name, "rss.rms_scaled_softmax_backward")
+
+
 def _setup_context(ctx, inputs, output):
     (x,) = inputs
     ctx.save_for_backward(x, output)

@@ -6,11 +6,14 @@
 namespace rss::tuning {
 
 inline constexpr TuningEntry h200_entries_storage[] = {
-    {DType::bf16, 1, 1, 16777216, 16777216, {Strategy::local_fusion, {}}},  // 62.73 us vs 70.45
-    {DType::bf16, 4096, 4096, 32768, 32768, {Strategy::cluster_row, {256, 32, 4}}},  // 228.62 us vs 236.66
-    {DType::fp32, 16384, 16384, 8192, 8192, {Strategy::cluster_row, {256, 32, 1}}},  // 271.13 us vs 280.16
+    {DType::bf16, 32, 32, 128256, 128256, {Strategy::cluster_row, {512, 32, 8}}},  // 23.25 us vs 24.08
+    {DType::bf16, 1, 1, 16777216, 16777216, {Strategy::local_fusion, {}}},  // 61.72 us vs 71.31
+    {DType::bf16, 4096, 4096, 32768, 32768, {Strategy::cluster_row, {256, 32, 4}}},  // 210.16 us vs 217.79
+    {DType::fp16, 1, 1, 16777216, 16777216, {Strategy::local_fusion, {}}},  // 62.17 us vs 70.18
+    {DType::fp16, 4096, 4096, 32768, 32768, {Strategy::cluster_row, {256, 32, 4}}},  // 195.45 us vs 211.24
+    {DType::fp32, 16384, 16384, 8192, 8192, {Strategy::cluster_row, {256, 32, 1}}},  // 273.38 us vs 283.82
 };
 inline constexpr const TuningEntry* h200_entries = h200_entries_storage;
-inline constexpr int h200_entry_count = 3;
+inline constexpr int h200_entry_count = 6;
 
 }  // namespace rss::tuning

@@ -1,6 +1,6 @@
 // The PyTorch custom operators rss::rms_scaled_softmax(x) and rss::rms_scaled_softmax_backward(x, y, dy):
-// schemas, CUDA kernels over rss (kernels.h), and CPU kernels that only say why they cannot run. The fake
-// (meta) kernels and the autograd formula are registered from Python (rss_torch/__init__.py).
+// schemas and CUDA kernels over rss (kernels.h). The fake (meta) kernels, the CPU kernels (which only refuse
+// CPU tensors) and the autograd formula are registered from Python (rss_torch/__init__.py).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
