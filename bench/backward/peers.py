@@ -125,6 +125,7 @@ def main(argv=None):
         print("peers.py: torch has no usable CUDA device; run this on the GPU machine", file=sys.stderr)
         return EXIT_NO_TORCH
     import torch._dynamo
+    import torch._functorch.config
     sys.path.insert(0, os.path.join(TREE, "examples", "03_pytorch"))
     rss_torch = None
     if any(v.startswith("rss_op") for v in variants):
@@ -135,6 +136,9 @@ def main(argv=None):
     for name in ("cache_size_limit", "recompile_limit"):
         if hasattr(torch._dynamo.config, name):
             setattr(torch._dynamo.config, name, max(64, 4 * len(work)))
+    # The backward-only variants call a compiled backward many times on one retained graph, which donated
+    # buffers forbid (torch.compile refuses retain_graph=True then); they only save memory.
+    torch._functorch.config.donated_buffer = False
     compiled = torch.compile(composed, dynamic=False)
     props = torch.cuda.get_device_properties(0)
     doc = {"producer": "backward_torch_peers",

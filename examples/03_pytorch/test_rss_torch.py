@@ -98,7 +98,7 @@ def check_backward(dx, x, dy, y):
     assert bool((own <= BACKWARD_TOL[dx.dtype] + rounding).all()), f"backward error {own.max().item():.3e}"
 
 
-SHAPES = [(1, 1), (3, 7), (8, 1000), (5, 4099), (64, 4096), (2, 65536), (4, 131072), (2, 200003)]
+SHAPES = [(1, 1), (3, 7), (8, 1000), (5, 4099), (64, 4096), (2, 65536), (4, 131072), (2, 200003), (32, 128256)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
@@ -225,20 +225,27 @@ def test_wrong_inputs_give_clear_errors():
         rss_torch.rms_scaled_softmax(torch.ones(5, device="cuda"))
     with pytest.raises(TypeError, match="must be a torch.Tensor"):
         rss_torch.rms_scaled_softmax([1.0, 2.0])
-    # The operators themselves, called without the Python wrapper: their CPU kernels refuse CPU tensors with
-    # the wrapper's message; the CUDA kernels say the rest through RuntimeError.
+    # The operators themselves, called without the Python wrapper: their kernels check first and raise the same
+    # Python exceptions (no C++ exception crosses PyTorch's autograd redispatch).
     with pytest.raises(ValueError, match="must be a CUDA tensor"):
         torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3))
     with pytest.raises(ValueError, match="must be a CUDA tensor"):
         torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3, requires_grad=True))
     with pytest.raises(ValueError, match="must be a CUDA tensor"):
         torch.ops.rss.rms_scaled_softmax_backward(torch.ones(2, 3), torch.ones(2, 3), torch.ones(2, 3))
-    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
         torch.ops.rss.rms_scaled_softmax(torch.ones(5, device="cuda"))
-    with pytest.raises(RuntimeError, match="float32, bfloat16 or float16"):
+    with pytest.raises(TypeError, match="float32, bfloat16 or float16"):
         torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3, device="cuda", dtype=torch.float64))
     x = torch.ones(2, 3, device="cuda")
-    with pytest.raises(RuntimeError, match="same shape"):
+    with pytest.raises(ValueError, match="same shape"):
         torch.ops.rss.rms_scaled_softmax_backward(x, x, torch.ones(2, 4, device="cuda"))
-    with pytest.raises(RuntimeError, match="same dtype"):
+    with pytest.raises(TypeError, match="same dtype"):
         torch.ops.rss.rms_scaled_softmax_backward(x, x, x.half())
+    # The CUDA kernels under them repeat the checks for direct callers (an ordinary operator call: RuntimeError).
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        torch.ops.rss_cuda.forward(torch.ones(5, device="cuda"))
+    with pytest.raises(RuntimeError, match="float32, bfloat16 or float16"):
+        torch.ops.rss_cuda.forward(torch.ones(2, 3, device="cuda", dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="same shape"):
+        torch.ops.rss_cuda.backward(x, x, torch.ones(2, 4, device="cuda"))

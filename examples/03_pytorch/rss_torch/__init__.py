@@ -6,7 +6,8 @@
 
 Importing builds the C++/CUDA extension from rss's headers with torch.utils.cpp_extension.load (JIT, cached
 under TORCH_EXTENSIONS_DIR; RSS_TORCH_VERBOSE=1 shows the build, RSS_TORCH_ARCH overrides the target, default
-sm_90). It registers two custom operators:
+sm_90), whose CUDA kernels are torch.ops.rss_cuda.forward/backward, and registers two custom operators over
+them (their kernels check the inputs, then call the CUDA ones):
 
     torch.ops.rss.rms_scaled_softmax(Tensor x) -> Tensor                       (y, contiguous)
     torch.ops.rss.rms_scaled_softmax_backward(Tensor x, Tensor y, Tensor dy) -> Tensor   (dx, contiguous)
@@ -54,14 +55,7 @@ def _check(x, name="x", op="rss.rms_scaled_softmax"):
                          f"{x.dim()}-D tensor; use x.unsqueeze(0) for a single row")
 
 
-@torch.library.register_fake("rss::rms_scaled_softmax")
-def _forward_fake(x):
-    _check(x)
-    return x.new_empty(x.shape)
-
-
-@torch.library.register_fake("rss::rms_scaled_softmax_backward")
-def _backward_fake(x, y, dy):
+def _check_backward(x, y, dy):
     op = "rss.rms_scaled_softmax_backward"
     for name, t in (("x", x), ("y", y), ("dy", dy)):
         _check(t, name, op)
@@ -70,21 +64,37 @@ def _backward_fake(x, y, dy):
                          f"{tuple(dy.shape)}")
     if not (x.dtype == y.dtype == dy.dtype):
         raise TypeError(f"{op}: x, y and dy must have the same dtype, got {x.dtype}, {y.dtype}, {dy.dtype}")
+    if not (x.device == y.device == dy.device):
+        raise ValueError(f"{op}: x, y and dy must be on the same device, got {x.device}, {y.device}, {dy.device}")
+
+
+# The public operators are Python custom ops whose kernels check their inputs first and only then call the
+# C++/CUDA kernels (torch.ops.rss_cuda.*). Wrong inputs therefore raise Python exceptions. A C++ exception
+# raised inside PyTorch's autograd redispatch of a Python-registered autograd formula (a failed TORCH_CHECK, or
+# PyTorch's own "no kernel for this backend") crashed the process with a segmentation fault under pytest with
+# PyTorch 2.11 on the H200; Python exceptions take another path and did not.
+@torch.library.custom_op("rss::rms_scaled_softmax", mutates_args=())
+def _forward_op(x: torch.Tensor) -> torch.Tensor:
+    _check(x)
+    return torch.ops.rss_cuda.forward(x)
+
+
+@_forward_op.register_fake
+def _forward_fake(x):
+    _check(x)
     return x.new_empty(x.shape)
 
 
-# CPU kernels that say why they cannot run. Without them a CPU tensor given to torch.ops.rss.* directly reaches
-# PyTorch's "no kernel for this backend" error from inside the autograd redispatch, which crashed the process
-# (a segmentation fault) in our runs with PyTorch 2.11 on the H200; a Python kernel that raises does not.
-@torch.library.register_kernel("rss::rms_scaled_softmax", "cpu")
-def _forward_cpu(x):
-    _check(x)
+@torch.library.custom_op("rss::rms_scaled_softmax_backward", mutates_args=())
+def _backward_op(x: torch.Tensor, y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    _check_backward(x, y, dy)
+    return torch.ops.rss_cuda.backward(x, y, dy)
 
 
-@torch.library.register_kernel("rss::rms_scaled_softmax_backward", "cpu")
-def _backward_cpu(x, y, dy):
-    for name, t in (("x", x), ("y", y), ("dy", dy)):
-        _check(t, name, "rss.rms_scaled_softmax_backward")
+@_backward_op.register_fake
+def _backward_fake(x, y, dy):
+    _check_backward(x, y, dy)
+    return x.new_empty(x.shape)
 
 
 def _setup_context(ctx, inputs, output):
@@ -94,16 +104,15 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, dy):
     x, y = ctx.saved_tensors
-    return torch.ops.rss.rms_scaled_softmax_backward(x, y, dy.to(x.dtype))
+    return _backward_op(x, y, dy.to(x.dtype))
 
 
-torch.library.register_autograd("rss::rms_scaled_softmax", _backward, setup_context=_setup_context)
+_forward_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def rms_scaled_softmax(x):
     """y = rms_scaled_softmax(x) over the last dimension (rows = all others), differentiable."""
-    _check(x)
-    return torch.ops.rss.rms_scaled_softmax(x)
+    return _forward_op(x)
 
 
 class RmsScaledSoftmax(torch.nn.Module):

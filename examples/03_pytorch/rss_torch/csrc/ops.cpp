@@ -1,6 +1,6 @@
-// The PyTorch custom operators rss::rms_scaled_softmax(x) and rss::rms_scaled_softmax_backward(x, y, dy):
-// schemas and CUDA kernels over rss (kernels.h). The fake (meta) kernels, the CPU kernels (which only refuse
-// CPU tensors) and the autograd formula are registered from Python (rss_torch/__init__.py).
+// The CUDA side of the PyTorch operators rss::rms_scaled_softmax(x) and rss::rms_scaled_softmax_backward(x, y,
+// dy): torch.ops.rss_cuda.forward/backward over rss (kernels.h). The public operators, their fake (meta) kernels
+// and the autograd formula are defined in Python (rss_torch/__init__.py).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -135,12 +135,14 @@ at::Tensor backward_cuda(const at::Tensor& x_in, const at::Tensor& y_in, const a
 
 }  // namespace
 
-TORCH_LIBRARY(rss, m) {
-  m.def("rms_scaled_softmax(Tensor x) -> Tensor");
-  m.def("rms_scaled_softmax_backward(Tensor x, Tensor y, Tensor dy) -> Tensor");
+// The CUDA kernels of the public operators rss::rms_scaled_softmax(_backward), which Python defines and whose
+// kernels validate first (rss_torch/__init__.py); the checks above repeat that validation for direct callers.
+TORCH_LIBRARY(rss_cuda, m) {
+  m.def("forward(Tensor x) -> Tensor");
+  m.def("backward(Tensor x, Tensor y, Tensor dy) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(rss, CUDA, m) {
-  m.impl("rms_scaled_softmax", &forward_cuda);
-  m.impl("rms_scaled_softmax_backward", &backward_cuda);
+TORCH_LIBRARY_IMPL(rss_cuda, CUDA, m) {
+  m.impl("forward", &forward_cuda);
+  m.impl("backward", &backward_cuda);
 }
