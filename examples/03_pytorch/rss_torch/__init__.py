@@ -112,6 +112,7 @@ _forward_op.register_autograd(_backward, setup_context=_setup_context)
 
 def rms_scaled_softmax(x):
     """y = rms_scaled_softmax(x) over the last dimension (rows = all others), differentiable."""
+    _check(x)  # before the operator's schema sees x (a list would fail there with a RuntimeError)
     return _forward_op(x)
 
 
