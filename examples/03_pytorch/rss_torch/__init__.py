@@ -6,8 +6,8 @@
 
 Importing builds the C++/CUDA extension from rss's headers with torch.utils.cpp_extension.load (JIT, cached
 under TORCH_EXTENSIONS_DIR; RSS_TORCH_VERBOSE=1 shows the build, RSS_TORCH_ARCH overrides the target, default
-sm_90), whose CUDA kernels are torch.ops.rss_cuda.forward/backward, and registers two custom operators over
-them (their kernels check the inputs, then call the CUDA ones):
+sm_90), whose CUDA kernels are torch.ops.rss_cuda.forward_into/backward_into, and registers two custom
+operators over them (their kernels check the inputs, then call the CUDA ones):
 
     torch.ops.rss.rms_scaled_softmax(Tensor x) -> Tensor                       (y, contiguous)
     torch.ops.rss.rms_scaled_softmax_backward(Tensor x, Tensor y, Tensor dy) -> Tensor   (dx, contiguous)
@@ -68,15 +68,22 @@ def _check_backward(x, y, dy):
         raise ValueError(f"{op}: x, y and dy must be on the same device, got {x.device}, {y.device}, {dy.device}")
 
 
-# The public operators are Python custom ops whose kernels check their inputs first and only then call the
-# C++/CUDA kernels (torch.ops.rss_cuda.*). Wrong inputs therefore raise Python exceptions. A C++ exception
-# raised inside PyTorch's autograd redispatch of a Python-registered autograd formula (a failed TORCH_CHECK, or
-# PyTorch's own "no kernel for this backend") crashed the process with a segmentation fault under pytest with
-# PyTorch 2.11 on the H200; Python exceptions take another path and did not.
+def _raise_on(status, op):
+    if status != 0:
+        raise RuntimeError(f"{op}: rss returned '{torch.ops.rss_cuda.status_message(status)}'")
+
+
+# The public operators are Python custom ops whose kernels check their inputs, allocate the output and call the
+# C++/CUDA kernels (torch.ops.rss_cuda.*), which return a status instead of throwing. Wrong inputs therefore raise
+# Python exceptions: a C++ exception thrown from the extension's kernels (a failed TORCH_CHECK) crashed the process
+# with a segmentation fault under pytest with PyTorch 2.11 on the H200, whether the kernel was reached through the
+# autograd formula's redispatch or called directly.
 @torch.library.custom_op("rss::rms_scaled_softmax", mutates_args=())
 def _forward_op(x: torch.Tensor) -> torch.Tensor:
     _check(x)
-    return torch.ops.rss_cuda.forward(x)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    _raise_on(torch.ops.rss_cuda.forward_into(x, y), "rss.rms_scaled_softmax")
+    return y
 
 
 @_forward_op.register_fake
@@ -88,7 +95,9 @@ def _forward_fake(x):
 @torch.library.custom_op("rss::rms_scaled_softmax_backward", mutates_args=())
 def _backward_op(x: torch.Tensor, y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     _check_backward(x, y, dy)
-    return torch.ops.rss_cuda.backward(x, y, dy)
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    _raise_on(torch.ops.rss_cuda.backward_into(x, y, dy, dx), "rss.rms_scaled_softmax_backward")
+    return dx
 
 
 @_backward_op.register_fake

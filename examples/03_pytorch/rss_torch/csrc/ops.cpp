@@ -1,6 +1,6 @@
 // The CUDA side of the PyTorch operators rss::rms_scaled_softmax(x) and rss::rms_scaled_softmax_backward(x, y,
-// dy): torch.ops.rss_cuda.forward/backward over rss (kernels.h). The public operators, their fake (meta) kernels
-// and the autograd formula are defined in Python (rss_torch/__init__.py).
+// dy): torch.ops.rss_cuda.forward_into/backward_into over rss (kernels.h), returning a status code. The public
+// operators, their fake (meta) kernels and the autograd formula are defined in Python (rss_torch/__init__.py).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -38,16 +38,15 @@ RowView as_rows(const at::Tensor& t) {
   return {t.contiguous(), rows, cols, cols};
 }
 
-void check_input(const at::Tensor& t, const char* op, const char* name) {
-  TORCH_CHECK(t.is_cuda(), op, ": ", name, " must be a CUDA tensor, got a tensor on ", t.device());
-  TORCH_CHECK(t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf, op,
-              ": ", name, " must be float32, bfloat16 or float16, got ", t.scalar_type());
-  TORCH_CHECK(t.dim() >= 2, op, ": ", name, " must have at least 2 dimensions (rows = all but the last), got ", t.dim(),
-              "-D");
-}
+// Status codes of the rss_cuda operators: 0 success, an rss::Status (positive), or kInvalidTensor. The operators
+// report problems by returning a code, never by throwing: a C++ exception thrown out of this extension's operator
+// kernels (a failed TORCH_CHECK) ended in a segmentation fault under pytest with PyTorch 2.11 on the H200, so the
+// Python side raises instead (rss_torch/__init__.py), after checking the inputs itself.
+constexpr std::int64_t kInvalidTensor = -1;
 
-void check_status(int status, const char* op) {
-  TORCH_CHECK(status == 0, op, ": rss returned '", rss_torch::status_message(status), "'");
+bool valid_input(const at::Tensor& t) {
+  return t.is_cuda() && t.dim() >= 2 &&
+         (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
 }
 
 at::Tensor workspace(std::size_t bytes, const at::Tensor& like) {
@@ -55,94 +54,77 @@ at::Tensor workspace(std::size_t bytes, const at::Tensor& like) {
   return at::empty({static_cast<std::int64_t>(bytes > 0 ? bytes : 1)}, like.options().dtype(at::kByte));
 }
 
-at::Tensor forward_cuda(const at::Tensor& x_in) {
-  constexpr const char* op = "rss::rms_scaled_softmax";
-  check_input(x_in, op, "x");
-  const c10::cuda::CUDAGuard guard(x_in.device());
-  const RowView x = as_rows(x_in);
-  at::Tensor y = at::empty(x_in.sizes(), x_in.options());  // contiguous, like the fake kernel's
-  if (x.rows == 0 || x.cols == 0) return y;
-  const int device = x_in.get_device();
-  const rss_torch::Matrices m{x.t.data_ptr(), nullptr, nullptr, y.data_ptr(), x.rows, x.cols, x.ld, 0, 0, x.cols};
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+/// Runs one of the per-type entry points: the workspace query, then the call.
+template <class Query, class Call>
+std::int64_t run(const at::Tensor& like, const rss_torch::Matrices& m, Query query, Call call) {
+  const int device = like.get_device();
   std::size_t bytes = 0;
-  int status = 0;
-  at::Tensor ws;
-  switch (x_in.scalar_type()) {
-    case at::kFloat:
-      check_status(rss_torch::fp32_forward_workspace(device, x.rows, x.cols, &bytes), op);
-      ws = workspace(bytes, x_in);
-      status = rss_torch::fp32_forward(device, m, ws.data_ptr(), bytes, stream);
-      break;
-    case at::kBFloat16:
-      check_status(rss_torch::bf16_forward_workspace(device, x.rows, x.cols, &bytes), op);
-      ws = workspace(bytes, x_in);
-      status = rss_torch::bf16_forward(device, m, ws.data_ptr(), bytes, stream);
-      break;
-    default:
-      check_status(rss_torch::fp16_forward_workspace(device, x.rows, x.cols, &bytes), op);
-      ws = workspace(bytes, x_in);
-      status = rss_torch::fp16_forward(device, m, ws.data_ptr(), bytes, stream);
-      break;
-  }
-  check_status(status, op);
-  return y;
+  const int status = query(device, m.rows, m.cols, &bytes);
+  if (status != 0) return status;
+  const at::Tensor ws = workspace(bytes, like);
+  return call(device, m, ws.data_ptr(), bytes, at::cuda::getCurrentCUDAStream());
 }
 
-at::Tensor backward_cuda(const at::Tensor& x_in, const at::Tensor& y_in, const at::Tensor& dy_in) {
-  constexpr const char* op = "rss::rms_scaled_softmax_backward";
-  check_input(x_in, op, "x");
-  check_input(y_in, op, "y");
-  check_input(dy_in, op, "dy");
-  TORCH_CHECK(x_in.sizes() == y_in.sizes() && x_in.sizes() == dy_in.sizes(), op,
-              ": x, y and dy must have the same shape, got ", x_in.sizes(), ", ", y_in.sizes(), " and ", dy_in.sizes());
-  TORCH_CHECK(x_in.scalar_type() == y_in.scalar_type() && x_in.scalar_type() == dy_in.scalar_type(), op,
-              ": x, y and dy must have the same dtype, got ", x_in.scalar_type(), ", ", y_in.scalar_type(), " and ",
-              dy_in.scalar_type());
-  TORCH_CHECK(x_in.device() == y_in.device() && x_in.device() == dy_in.device(), op,
-              ": x, y and dy must be on the same device");
+/// y = rms_scaled_softmax(x), written into y (contiguous, x's shape and dtype, allocated by the caller).
+std::int64_t forward_into(const at::Tensor& x_in, const at::Tensor& y) {
+  if (!valid_input(x_in) || !y.is_contiguous() || y.sizes() != x_in.sizes() || y.scalar_type() != x_in.scalar_type() ||
+      y.device() != x_in.device()) {
+    return kInvalidTensor;
+  }
+  const c10::cuda::CUDAGuard guard(x_in.device());
+  const RowView x = as_rows(x_in);
+  if (x.rows == 0 || x.cols == 0) return 0;
+  const rss_torch::Matrices m{x.t.data_ptr(), nullptr, nullptr, y.data_ptr(), x.rows, x.cols, x.ld, 0, 0, x.cols};
+  switch (x_in.scalar_type()) {
+    case at::kFloat: return run(x_in, m, rss_torch::fp32_forward_workspace, rss_torch::fp32_forward);
+    case at::kBFloat16: return run(x_in, m, rss_torch::bf16_forward_workspace, rss_torch::bf16_forward);
+    default: return run(x_in, m, rss_torch::fp16_forward_workspace, rss_torch::fp16_forward);
+  }
+}
+
+/// dx of rms_scaled_softmax from x, y and dy, written into dx (contiguous, allocated by the caller).
+std::int64_t backward_into(const at::Tensor& x_in, const at::Tensor& y_in, const at::Tensor& dy_in, const at::Tensor& dx) {
+  for (const at::Tensor* t : {&x_in, &y_in, &dy_in}) {
+    if (!valid_input(*t) || t->sizes() != x_in.sizes() || t->scalar_type() != x_in.scalar_type() ||
+        t->device() != x_in.device()) {
+      return kInvalidTensor;
+    }
+  }
+  if (!dx.is_contiguous() || dx.sizes() != x_in.sizes() || dx.scalar_type() != x_in.scalar_type() ||
+      dx.device() != x_in.device()) {
+    return kInvalidTensor;
+  }
   const c10::cuda::CUDAGuard guard(x_in.device());
   const RowView x = as_rows(x_in), y = as_rows(y_in), dy = as_rows(dy_in);
-  at::Tensor dx = at::empty(x_in.sizes(), x_in.options());
-  if (x.rows == 0 || x.cols == 0) return dx;
-  const int device = x_in.get_device();
+  if (x.rows == 0 || x.cols == 0) return 0;
   const rss_torch::Matrices m{x.t.data_ptr(), y.t.data_ptr(), dy.t.data_ptr(), dx.data_ptr(), x.rows, x.cols,
                               x.ld,           y.ld,           dy.ld,           x.cols};
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  std::size_t bytes = 0;
-  int status = 0;
-  at::Tensor ws;
   switch (x_in.scalar_type()) {
-    case at::kFloat:
-      check_status(rss_torch::fp32_backward_workspace(device, x.rows, x.cols, &bytes), op);
-      ws = workspace(bytes, x_in);
-      status = rss_torch::fp32_backward(device, m, ws.data_ptr(), bytes, stream);
-      break;
-    case at::kBFloat16:
-      check_status(rss_torch::bf16_backward_workspace(device, x.rows, x.cols, &bytes), op);
-      ws = workspace(bytes, x_in);
-      status = rss_torch::bf16_backward(device, m, ws.data_ptr(), bytes, stream);
-      break;
-    default:
-      check_status(rss_torch::fp16_backward_workspace(device, x.rows, x.cols, &bytes), op);
-      ws = workspace(bytes, x_in);
-      status = rss_torch::fp16_backward(device, m, ws.data_ptr(), bytes, stream);
-      break;
+    case at::kFloat: return run(x_in, m, rss_torch::fp32_backward_workspace, rss_torch::fp32_backward);
+    case at::kBFloat16: return run(x_in, m, rss_torch::bf16_backward_workspace, rss_torch::bf16_backward);
+    default: return run(x_in, m, rss_torch::fp16_backward_workspace, rss_torch::fp16_backward);
   }
-  check_status(status, op);
-  return dx;
+}
+
+std::string status_message(std::int64_t status) {
+  if (status == kInvalidTensor) {
+    return "invalid tensors (CUDA float32/bfloat16/float16 of at least 2 dimensions, one shape, dtype and device; "
+           "contiguous outputs)";
+  }
+  return rss_torch::status_message(static_cast<int>(status));
 }
 
 }  // namespace
 
-// The CUDA kernels of the public operators rss::rms_scaled_softmax(_backward), which Python defines and whose
-// kernels validate first (rss_torch/__init__.py); the checks above repeat that validation for direct callers.
+// The CUDA side of the public operators rss::rms_scaled_softmax(_backward), which Python defines; their kernels
+// check the inputs, allocate the outputs, call these and raise on a nonzero status (rss_torch/__init__.py).
 TORCH_LIBRARY(rss_cuda, m) {
-  m.def("forward(Tensor x) -> Tensor");
-  m.def("backward(Tensor x, Tensor y, Tensor dy) -> Tensor");
+  m.def("forward_into(Tensor x, Tensor(a!) y) -> int");
+  m.def("backward_into(Tensor x, Tensor y, Tensor dy, Tensor(a!) dx) -> int");
+  m.def("status_message(int status) -> str", &status_message);  // no tensor: one kernel for every backend
 }
 
 TORCH_LIBRARY_IMPL(rss_cuda, CUDA, m) {
-  m.impl("forward", &forward_cuda);
-  m.impl("backward", &backward_cuda);
+  m.impl("forward_into", &forward_into);
+  m.impl("backward_into", &backward_into);
 }
