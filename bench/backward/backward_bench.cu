@@ -86,36 +86,6 @@ __global__ void __launch_bounds__(floor_threads) floor_kernel(const uint4* __res
                         a[v].w ^ b[v].w ^ c[v].w);
 }
 
-// ---- saved state (b): the per-row statistics a forward would write, one block per row ----
-template <class T>
-__global__ void __launch_bounds__(256) stats_kernel(const T* x, std::int64_t cols, rss::RowStatistics* out) {
-  using Reduce = cub::BlockReduce<double, 256>;
-  __shared__ typename Reduce::TempStorage storage;
-  __shared__ double shared_max, shared_sum_sq;
-  const T* row = x + static_cast<std::int64_t>(blockIdx.x) * cols;
-  double m = -INFINITY, sq = 0.0;
-  for (std::int64_t j = threadIdx.x; j < cols; j += 256) {
-    const double v = rss::StorageTraits<T>::to_float(row[j]);
-    m = fmax(m, v);
-    sq += v * v;
-  }
-  m = Reduce(storage).Reduce(m, [](double a, double b) { return fmax(a, b); });
-  __syncthreads();
-  sq = Reduce(storage).Sum(sq);
-  if (threadIdx.x == 0) {
-    shared_max = m;
-    shared_sum_sq = sq;
-  }
-  __syncthreads();
-  const double r = 1.0 / sqrt(shared_sum_sq / static_cast<double>(cols) + 1e-5);
-  double z = 0.0;
-  for (std::int64_t j = threadIdx.x; j < cols; j += 256)
-    z += exp(r * (static_cast<double>(rss::StorageTraits<T>::to_float(row[j])) - shared_max));
-  __syncthreads();
-  z = Reduce(storage).Sum(z);
-  if (threadIdx.x == 0) out[blockIdx.x] = {static_cast<float>(shared_max), static_cast<float>(r), static_cast<float>(z)};
-}
-
 // ---- problems: device matrices shared by every variant of a (dtype, shape) ----
 struct Problem {
   rss::DType dtype;
@@ -155,21 +125,19 @@ void fill(Problem& p, cudaStream_t stream) {
   }
   BENCH_CUDA(cudaMemcpy(p.x, hx.data(), p.bytes(), cudaMemcpyHostToDevice));
   BENCH_CUDA(cudaMemcpy(p.dy, hdy.data(), p.bytes(), cudaMemcpyHostToDevice));
-  // y is what rss's forward writes: the backward's real input.
+  // y and the row statistics are what rss's forward writes: the backward's real inputs.
+  BENCH_CUDA(cudaMalloc(&p.stats, static_cast<std::size_t>(p.rows) * sizeof(rss::RowStatistics)));
   std::size_t ws_bytes = 0;
   if (!rss::ok(rss::workspace_bytes<T>(rss::Strategy::automatic, p.rows, p.cols, &ws_bytes))) die("workspace", cudaErrorInvalidValue);
   void* ws = nullptr;
   if (ws_bytes > 0) BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
-  const rss::Status s = rss::rms_scaled_softmax<T>(rss::Strategy::automatic, static_cast<const T*>(p.x),
-                                                   static_cast<T*>(p.y), rss::Layout::contiguous(p.rows, p.cols), ws,
-                                                   ws_bytes, stream);
+  const rss::Status s = rss::rms_scaled_softmax_with_statistics<T>(
+      rss::Strategy::automatic, static_cast<const T*>(p.x), static_cast<T*>(p.y), p.stats,
+      rss::Layout::contiguous(p.rows, p.cols), ws, ws_bytes, stream);
   if (!rss::ok(s)) {
     std::fprintf(stderr, "rss_backward_bench: forward: %s\n", rss::status_message(s));
     std::exit(1);
   }
-  BENCH_CUDA(cudaMalloc(&p.stats, static_cast<std::size_t>(p.rows) * sizeof(rss::RowStatistics)));
-  stats_kernel<T><<<static_cast<unsigned>(p.rows), 256, 0, stream>>>(static_cast<const T*>(p.x), p.cols, p.stats);
-  BENCH_CUDA(cudaGetLastError());
   BENCH_CUDA(cudaStreamSynchronize(stream));
   if (ws != nullptr) BENCH_CUDA(cudaFree(ws));
   if (g_options.check) {

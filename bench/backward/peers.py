@@ -7,7 +7,8 @@
 Backward only (dx from x, y and dy; the forward ran before timing, its graph retained):
   torch_eager_bwd, torch_eager_bwd_graph      autograd backward of the composed torch expression, eager
   torch_compile_bwd, torch_compile_bwd_graph  the same through torch.compile (AOTAutograd's compiled backward)
-  rss_op_bwd, rss_op_bwd_graph                torch.ops.rss.rms_scaled_softmax_backward (examples/03_pytorch)
+  rss_op_bwd, rss_op_bwd_graph                torch.ops.rss.rms_scaled_softmax_backward (examples/03_pytorch) on x,
+                                              dy and the row statistics its forward op returned for x (y not read)
 Forward + backward (a training step's share of the operator: y = f(x), then dx from dy):
   torch_eager_fwdbwd, torch_compile_fwdbwd(_graph), rss_op_fwdbwd(_graph)
 `_graph`: captured once in a CUDA Graph after warm-up, timed as graph.replay().
@@ -84,11 +85,14 @@ def make_variants(name, x, dy, compiled, rss_torch, stream):
     def fwdbwd(forward):
         return lambda: torch.autograd.grad(forward(x), x, dy)[0]
 
+    def rss_bwd_only():
+        _, stats = torch.ops.rss.rms_scaled_softmax(x.detach())  # what its autograd formula saves, with x
+        return lambda: torch.ops.rss.rms_scaled_softmax_backward(x.detach(), stats, dy)
+
     fns = {
         "torch_eager_bwd": lambda: bwd_only(composed),
         "torch_compile_bwd": lambda: bwd_only(compiled),
-        "rss_op_bwd": lambda: (lambda y: lambda: torch.ops.rss.rms_scaled_softmax_backward(x.detach(), y, dy))(
-            rss_torch.rms_scaled_softmax(x).detach()),
+        "rss_op_bwd": rss_bwd_only,
         "torch_eager_fwdbwd": lambda: fwdbwd(composed),
         "torch_compile_fwdbwd": lambda: fwdbwd(compiled),
         "rss_op_fwdbwd": lambda: fwdbwd(rss_torch.rms_scaled_softmax),

@@ -1,7 +1,7 @@
-"""pytest tests of the PyTorch operator (rss_torch): forward and backward against the composed torch
-expression in float64, strided and batched tensors, torch.compile(fullgraph=True), CUDA Graph capture and
-replay, and the errors wrong inputs give. Without torch or without a CUDA device every test is skipped and
-says why.
+"""pytest tests of the PyTorch operator (rss_torch): forward, the row statistics it saves and the backward
+(from x, the statistics and dy) against the composed torch expression in float64, strided and batched tensors,
+torch.compile(fullgraph=True), CUDA Graph capture and replay, and the errors wrong inputs give. Without torch or
+without a CUDA device every test is skipped and says why.
 
     python3 -m pytest -v examples/03_pytorch/test_rss_torch.py
 """
@@ -24,8 +24,11 @@ import rss_torch  # noqa: E402  (builds the extension on first import)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # Per-row relative error against float64, on top of the error the storage type makes rounding the exact answer.
 FORWARD_TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 1e-2}
-# The backward reads y as stored (rounded), while the float64 reference differentiates the exact y.
+# On top of the rounding of dx. The backward recomputes y in float32 from x and the saved statistics.
 BACKWARD_TOL = {torch.float32: 2e-5, torch.bfloat16: 3e-2, torch.float16: 1e-2}
+# Relative error of the saved inv_rms and sum against float64 (the max is exact). The arithmetic is float32
+# whatever the storage type; 16-bit inputs get some room for their kernels' other reduction orders.
+STATS_TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-4, torch.float16: 1e-4}
 
 
 def make_input(shape, dtype, seed=0):
@@ -72,30 +75,59 @@ def reference_grad(x, dy):
     return dx64, torch.maximum(dx64.reshape(-1, x.shape[-1]).norm(dim=-1), yg)
 
 
-def formula_grad(x, y, dy):
-    """dx = r y (g - c) - (r^3/N) x (p - c q) in float64 from y as given (as stored by the forward)."""
+def reference_statistics(x):
+    """Each row's (max, inv_rms, sum) in float64, as rss::RowStatistics defines them."""
+    x64 = x.detach().double()
+    m = x64.amax(-1)
+    r = torch.rsqrt(x64.square().mean(-1) + rss_torch.EPS)
+    s = torch.exp(r.unsqueeze(-1) * (x64 - m.unsqueeze(-1))).sum(-1)
+    return m, r, s
+
+
+def y_from_statistics(x, stats):
+    """y = exp(inv_rms (x - max)) / sum in float64 from the saved statistics (what the backward recomputes)."""
+    st = stats.double()
+    m, r, s = st[..., 0:1], st[..., 1:2], st[..., 2:3]
+    return torch.exp(r * (x.detach().double() - m)) / s
+
+
+def formula_grad(x, y, dy, r=None):
+    """dx = r y (g - c) - (r^3/N) x (p - c q) in float64 from y (and r, default from x) as given."""
     x64, y64, g64 = x.detach().double(), y.detach().double(), dy.double()
     n = x.shape[-1]
-    r = torch.rsqrt(x64.square().mean(-1, keepdim=True) + rss_torch.EPS)
+    if r is None:
+        r = torch.rsqrt(x64.square().mean(-1, keepdim=True) + rss_torch.EPS)
     c = (g64 * y64).sum(-1, keepdim=True)
     p = (y64 * g64 * x64).sum(-1, keepdim=True)
     q = (y64 * x64).sum(-1, keepdim=True)
     return r * y64 * (g64 - c) - r ** 3 / n * x64 * (p - c * q)
 
 
-def check_backward(dx, x, dy, y):
-    """dx against float64 autograd of the composed expression. The backward reads y as the forward stored it,
-    so the bound adds what that storage costs (the gradient from the stored y against the exact one; it is
-    large only where 16-bit y is subnormal, e.g. float16 rows of 10^5 elements), like the output's rounding."""
+def check_backward(dx, x, dy, stats=None):
+    """dx against float64 autograd of the composed expression (the backward recomputes y from x and the
+    statistics, so no stored y's rounding enters). Given the statistics the backward read, also the kernel's
+    own error: against the formula on y and r from those same statistics."""
     ref, denom = reference_grad(x, dy)
     assert dx.shape == x.shape and dx.dtype == x.dtype
     err, rounding = row_errors(dx, ref, denom)
-    stored_y = (formula_grad(x, y, dy) - ref).reshape(-1, x.shape[-1]).norm(dim=-1) / denom
-    bound = BACKWARD_TOL[dx.dtype] + rounding + stored_y
+    bound = BACKWARD_TOL[dx.dtype] + rounding
     assert bool((err <= bound).all()), f"backward error {err.max().item():.3e} above {bound.max().item():.3e}"
-    # The kernel's own error, against the formula on the same stored y.
-    own, _ = row_errors(dx, formula_grad(x, y, dy), denom)
-    assert bool((own <= BACKWARD_TOL[dx.dtype] + rounding).all()), f"backward error {own.max().item():.3e}"
+    if stats is not None:
+        formula = formula_grad(x, y_from_statistics(x, stats), dy, stats[..., 1:2].double())
+        own, _ = row_errors(dx, formula, denom)
+        assert bool((own <= bound).all()), f"backward error {own.max().item():.3e} against the saved statistics"
+
+
+def check_statistics(stats, x):
+    assert stats.dtype == torch.float32 and stats.is_contiguous() and stats.device == x.device
+    assert stats.shape == x.shape[:-1] + (3,), f"statistics of shape {tuple(stats.shape)} for x {tuple(x.shape)}"
+    m, r, s = reference_statistics(x)
+    got = stats.double()
+    assert torch.equal(got[..., 0], m), "the saved max is not the row's max"
+    tol = STATS_TOL[x.dtype]
+    for k, name, ref in ((1, "inv_rms", r), (2, "sum", s)):
+        rel = ((got[..., k] - ref).abs() / ref).max().item() if ref.numel() else 0.0
+        assert rel <= tol, f"saved {name}: relative error {rel:.3e} above {tol:.0e}"
 
 
 SHAPES = [(1, 1), (3, 7), (8, 1000), (5, 4099), (64, 4096), (2, 65536), (4, 131072), (2, 200003), (32, 128256)]
@@ -109,12 +141,11 @@ def test_forward_and_backward_match_float64(shape, dtype):
     y = rss_torch.rms_scaled_softmax(x)
     check_forward(y, x.detach())
     (dx,) = torch.autograd.grad(y, x, dy)
-    check_backward(dx, x, dy, y)
+    check_backward(dx, x, dy)
 
 
-@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
-def test_strided_and_batched_tensors(dtype):
-    cases = {
+def strided_and_batched_cases(dtype):
+    return {
         "2-D strided rows": make_input((6, 1005), dtype)[:, 2:1002],
         "3-D contiguous": make_input((2, 3, 777), dtype),
         "3-D slice of the last dimension": make_input((2, 3, 800), dtype)[..., :777],
@@ -122,14 +153,49 @@ def test_strided_and_batched_tensors(dtype):
         "transposed batch (copied)": make_input((3, 2, 300), dtype).transpose(0, 1),
         "strided last dimension (copied)": make_input((4, 1000), dtype)[:, ::2],
     }
-    for name, base in cases.items():
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+def test_strided_and_batched_tensors(dtype):
+    for name, base in strided_and_batched_cases(dtype).items():
         x = base.detach().requires_grad_(True)
         y = rss_torch.rms_scaled_softmax(x)
         assert y.shape == x.shape and y.is_contiguous(), name
         check_forward(y, x.detach())
         dy = make_grad(tuple(x.shape), dtype)
         (dx,) = torch.autograd.grad(y, x, dy)
-        check_backward(dx, x, dy, y)
+        check_backward(dx, x, dy)
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+def test_row_statistics_match_float64(dtype):
+    cases = {f"{r}x{c}": make_input((r, c), dtype) for r, c in SHAPES}
+    cases.update(strided_and_batched_cases(dtype))
+    for name, x in cases.items():
+        y, stats = torch.ops.rss.rms_scaled_softmax(x)
+        check_forward(y, x)
+        try:
+            check_statistics(stats, x)
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+
+
+def test_autograd_saves_x_and_the_statistics_not_y():
+    x = make_input((3, 2, 500), torch.bfloat16).requires_grad_(True)
+    saved = []
+
+    def pack(t):
+        saved.append((tuple(t.shape), t.dtype))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = rss_torch.rms_scaled_softmax(x)
+    assert sorted(saved, key=str) == sorted([((3, 2, 500), torch.bfloat16), ((3, 2, 3), torch.float32)], key=str)
+    with torch.no_grad():
+        y.zero_()  # were y saved, autograd would refuse the backward now
+    dy = make_grad((3, 2, 500), torch.bfloat16)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    check_backward(dx, x, dy)
 
 
 def test_gradient_of_a_sum_uses_a_broadcast_dy():
@@ -137,23 +203,32 @@ def test_gradient_of_a_sum_uses_a_broadcast_dy():
     w = make_grad((300,), torch.float32)
     y = rss_torch.rms_scaled_softmax(x)
     (y * w).sum().backward()  # dy = w broadcast over rows (stride 0)
-    check_backward(x.grad, x, w.expand(4, 300), y)
+    check_backward(x.grad, x, w.expand(4, 300))
 
 
 def test_backward_operator_directly_and_in_place_layouts():
-    x = make_input((5, 999), torch.bfloat16)
-    y = rss_torch.rms_scaled_softmax(x)
-    dy = make_grad((5, 999), torch.bfloat16)
-    dx = torch.ops.rss.rms_scaled_softmax_backward(x, y, dy)
-    check_backward(dx, x, dy, y)
+    cases = {
+        "contiguous": make_input((5, 999), torch.bfloat16),
+        "strided rows": make_input((5, 1100), torch.bfloat16)[:, 50:1049],
+        "3-D": make_input((2, 3, 999), torch.float32),
+    }
+    for name, x in cases.items():
+        y, stats = torch.ops.rss.rms_scaled_softmax(x)
+        check_statistics(stats, x)
+        dy = make_grad(tuple(x.shape), x.dtype)
+        dx = torch.ops.rss.rms_scaled_softmax_backward(x, stats, dy)
+        assert dx.is_contiguous(), name
+        check_backward(dx, x, dy, stats)
 
 
 def test_empty_tensors():
-    x = torch.empty((0, 5), device="cuda", requires_grad=True)
-    y = rss_torch.rms_scaled_softmax(x)
-    assert y.shape == (0, 5)
-    y.sum().backward()
-    assert x.grad.shape == (0, 5)
+    for shape in ((0, 5), (2, 0, 5), (3, 0)):
+        x = torch.empty(shape, device="cuda", requires_grad=True)
+        y = rss_torch.rms_scaled_softmax(x)
+        assert y.shape == shape
+        assert torch.ops.rss.rms_scaled_softmax(x.detach())[1].shape == shape[:-1] + (3,)
+        y.sum().backward()
+        assert x.grad.shape == shape
 
 
 def test_torch_compile_fullgraph_has_no_graph_break():
@@ -203,15 +278,16 @@ def test_cuda_graph_capture_and_replay():
         graph.replay()
         torch.cuda.synchronize()
         check_forward(y_static, x.detach())
-        check_backward(dx_static, x, dy, y_static)
+        check_backward(dx_static, x, dy)
 
 
 def test_opcheck_schemas_fake_kernels_and_autograd_registration():
     x = make_input((4, 1000), torch.float32)
     torch.library.opcheck(torch.ops.rss.rms_scaled_softmax.default, (x,))
     torch.library.opcheck(torch.ops.rss.rms_scaled_softmax.default, (x.clone().requires_grad_(True),))
-    y = rss_torch.rms_scaled_softmax(x)
-    torch.library.opcheck(torch.ops.rss.rms_scaled_softmax_backward.default, (x, y, make_grad((4, 1000), torch.float32)))
+    _, stats = torch.ops.rss.rms_scaled_softmax(x)
+    dy = make_grad((4, 1000), torch.float32)
+    torch.library.opcheck(torch.ops.rss.rms_scaled_softmax_backward.default, (x, stats, dy))
 
 
 def test_wrong_inputs_give_clear_errors():
@@ -237,14 +313,43 @@ def test_wrong_inputs_give_clear_errors():
         torch.ops.rss.rms_scaled_softmax(torch.ones(5, device="cuda"))
     with pytest.raises(TypeError, match="float32, bfloat16 or float16"):
         torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3, device="cuda", dtype=torch.float64))
-    x = torch.ones(2, 3, device="cuda")
+    x = torch.ones(2, 5, device="cuda")
+    y, stats = torch.ops.rss.rms_scaled_softmax(x)
     with pytest.raises(ValueError, match="same shape"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, x, torch.ones(2, 4, device="cuda"))
+        torch.ops.rss.rms_scaled_softmax_backward(x, stats, torch.ones(2, 4, device="cuda"))
     with pytest.raises(TypeError, match="same dtype"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, x, x.half())
+        torch.ops.rss.rms_scaled_softmax_backward(x, stats, x.half())
+    # Wrong statistics: the backward's checks name them before any CUDA kernel runs.
+    with pytest.raises(TypeError, match="stats must be float32"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, stats.double(), x)
+    with pytest.raises(TypeError, match="stats must be float32"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, stats.half(), x)
+    with pytest.raises(ValueError, match=r"stats must have shape x.shape\[:-1\] \+ \(3,\) = \(2, 3\)"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, torch.zeros(2, 4, device="cuda"), x)
+    with pytest.raises(ValueError, match="stats must have shape"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, y, x)  # y in place of the statistics
+    with pytest.raises(ValueError, match="stats must have shape"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, stats.reshape(6), x)
+    x3 = torch.ones(2, 3, 5, device="cuda")
+    with pytest.raises(ValueError, match=r"stats must have shape .* = \(2, 3, 3\)"):
+        torch.ops.rss.rms_scaled_softmax_backward(x3, torch.zeros(6, 3, device="cuda"), x3)  # rows flattened
+    with pytest.raises(ValueError, match="stats must be a CUDA tensor"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, stats.cpu(), x)
+    with pytest.raises(ValueError, match="stats must be contiguous"):
+        torch.ops.rss.rms_scaled_softmax_backward(x, torch.zeros(3, 2, device="cuda").t(), x)
     # The CUDA kernels under them repeat the checks for direct callers and answer with a status, never throwing.
-    y = torch.empty(5, device="cuda")
-    assert torch.ops.rss_cuda.forward_into(torch.ones(5, device="cuda"), y) == -1
+    out = torch.empty(5, device="cuda")
+    assert torch.ops.rss_cuda.forward_into(torch.ones(5, device="cuda"), out, torch.empty(3, device="cuda")) == -1
     assert "invalid tensors" in torch.ops.rss_cuda.status_message(-1)
-    assert torch.ops.rss_cuda.backward_into(x, x, torch.ones(2, 4, device="cuda"), torch.empty_like(x)) == -1
+    y = torch.empty_like(x)
+    assert torch.ops.rss_cuda.forward_into(x, y, torch.empty(2, 3, device="cuda", dtype=torch.float64)) == -1
+    assert torch.ops.rss_cuda.forward_into(x, y, torch.empty(2, 4, device="cuda")) == -1
+    assert torch.ops.rss_cuda.forward_into(x, y, torch.empty(2, 3)) == -1
+    assert torch.ops.rss_cuda.forward_into(x, y, torch.empty(2, 3, device="cuda")) == 0
+    dx = torch.empty_like(x)
+    assert torch.ops.rss_cuda.backward_into(x, stats, torch.ones(2, 4, device="cuda"), dx) == -1
+    assert torch.ops.rss_cuda.backward_into(x, stats.double(), x, dx) == -1
+    assert torch.ops.rss_cuda.backward_into(x, stats.reshape(6), x, dx) == -1
+    assert torch.ops.rss_cuda.backward_into(x, torch.zeros(3, 2, device="cuda").t(), x, dx) == -1
+    assert torch.ops.rss_cuda.backward_into(x, stats, x, dx) == 0
     assert torch.ops.rss_cuda.status_message(0) == "success"

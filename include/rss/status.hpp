@@ -21,6 +21,7 @@ enum class Status : int {
   overlapping_buffers,     // y overlaps x without being exactly x (in place), or overlaps the workspace
   not_device_memory,       // x, y or the workspace is not device (or managed) memory of the current device
   partial_output,          // a CUDA error after the first launch: some rows of y may already be written
+  misaligned_statistics,   // the row statistics pointer is not aligned to alignof(rss::RowStatistics) (4 bytes)
 };
 
 /// A short, static, human-readable description of a status. Never null.
@@ -46,6 +47,7 @@ constexpr const char* status_message(Status s) noexcept {
     case Status::not_device_memory: return "x, y or the workspace is not device or managed memory";
     case Status::partial_output:
       return "a CUDA launch failed after earlier launches of the call: y may be partly written";
+    case Status::misaligned_statistics: return "the row statistics pointer is not aligned to 4 bytes";
   }
   return "unknown status";
 }

@@ -38,4 +38,13 @@ struct Layout {
   constexpr bool empty() const noexcept { return rows == 0 || cols == 0; }
 };
 
+/// Per-row statistics a forward pass can write for its backward (12 bytes a row, one entry per row, in row
+/// order): y = exp(inv_rms (x - max)) / sum. With them the backward recomputes y from x instead of reading
+/// it (rss::rms_scaled_softmax_backward_saved: x and dy read, dx written). Aligned to 4 bytes.
+struct RowStatistics {
+  float max;      // the row's maximum of x
+  float inv_rms;  // r = 1 / sqrt(mean(x^2) + 1e-5)
+  float sum;      // sum of exp(inv_rms (x - max)) over the row
+};
+
 }  // namespace rss

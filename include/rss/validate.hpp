@@ -73,4 +73,22 @@ inline Status validate_call(const void* x, const void* y, const Layout& l, std::
   return Status::success;
 }
 
+/// The check of the optional per-row statistics of a forward call, after validate_call: `rows` entries
+/// of RowStatistics at `stats`, aligned to 4 bytes and overlapping neither x, y nor the workspace. An
+/// empty call passes with any pointer.
+inline Status validate_statistics(const RowStatistics* stats, const void* x, const void* y, const Layout& l,
+                                  std::size_t element_bytes, const void* workspace,
+                                  std::size_t required_workspace) noexcept {
+  if (l.empty()) return Status::success;
+  if (stats == nullptr) return Status::null_pointer;
+  if (reinterpret_cast<std::uintptr_t>(stats) % alignof(RowStatistics) != 0) return Status::misaligned_statistics;
+  const std::uint64_t stats_bytes = static_cast<std::uint64_t>(l.rows) * sizeof(RowStatistics);
+  if (detail::ranges_overlap(stats, stats_bytes, x, detail::extent_bytes(l, l.ld_x, element_bytes)) ||
+      detail::ranges_overlap(stats, stats_bytes, y, detail::extent_bytes(l, l.ld_y, element_bytes)) ||
+      (required_workspace > 0 && detail::ranges_overlap(stats, stats_bytes, workspace, required_workspace))) {
+    return Status::overlapping_buffers;
+  }
+  return Status::success;
+}
+
 }  // namespace rss

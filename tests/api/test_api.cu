@@ -1,5 +1,5 @@
 // The public host API on a real device: bad input gets a status and leaves y untouched, empty
-// problems succeed, launch metadata counts what runs, the graph holds nine kernel nodes.
+// problems succeed (row statistics included), launch metadata counts what runs, the graph holds nine kernel nodes.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include "rss/rss.cuh"
 #include "support/device.cuh"
 #include "support/random_input.hpp"
+#include "support/strategies.cuh"
 
 namespace {
 
@@ -68,6 +69,45 @@ TEST_CASE("bad arguments get a status and leave y untouched", "[gpu][api]") {
   CHECK(rss::rms_scaled_softmax(static_cast<Strategy>(99), x.get<const float>(), y.get<float>(), rows, cols,
                                 nullptr, 0) == Status::invalid_strategy);
   CHECK(snapshot(y) == before);
+}
+
+TEST_CASE("bad row statistics get a status and leave y and the statistics untouched", "[gpu][api]") {
+  const std::int64_t rows = 4, cols = 1000;
+  const auto values = rss_test::random_rows(rows, cols, rss_test::fresh_seed());
+  rss_test::DeviceBuffer x(values.size() * sizeof(float)), y(values.size() * sizeof(float));
+  rss_test::DeviceBuffer stats(rows * sizeof(rss::RowStatistics) + 8);
+  RSS_TEST_CUDA(cudaMemcpy(x.get(), values.data(), x.bytes(), cudaMemcpyHostToDevice));
+  RSS_TEST_CUDA(cudaMemset(y.get(), 0x5A, y.bytes()));
+  RSS_TEST_CUDA(cudaMemset(stats.get(), 0x5A, stats.bytes()));
+  const auto y_before = snapshot(y);
+  const auto stats_before = snapshot(stats);
+  std::vector<rss::RowStatistics> host(static_cast<std::size_t>(rows));
+  const rss::Layout layout = rss::Layout::contiguous(rows, cols);
+  for (Strategy strategy : rss_test::strategies_and_automatic()) {
+    INFO(rss::strategy_name(strategy));
+    std::size_t bytes = 0;
+    REQUIRE(rss::workspace_bytes<float>(strategy, rows, cols, &bytes) == Status::success);
+    rss_test::DeviceBuffer workspace(bytes);
+    const auto call = [&](rss::RowStatistics* st, float* out) {
+      return rss::rms_scaled_softmax_with_statistics<float>(strategy, x.get<const float>(), out, st, layout,
+                                                            workspace.get(), bytes);
+    };
+    CHECK(call(nullptr, y.get<float>()) == Status::null_pointer);
+    CHECK(call(reinterpret_cast<rss::RowStatistics*>(stats.get<char>() + 2), y.get<float>()) ==
+          Status::misaligned_statistics);
+    CHECK(call(host.data(), y.get<float>()) == Status::not_device_memory);
+    // The statistics inside y, or y inside the statistics' range.
+    CHECK(call(reinterpret_cast<rss::RowStatistics*>(y.get<float>() + 100), y.get<float>()) ==
+          Status::overlapping_buffers);
+    CHECK(call(reinterpret_cast<rss::RowStatistics*>(x.get<float>() + 100), y.get<float>()) ==
+          Status::overlapping_buffers);
+    // An empty problem succeeds with any statistics pointer.
+    CHECK(rss::rms_scaled_softmax_with_statistics<float>(strategy, x.get<const float>(), y.get<float>(), nullptr,
+                                                         rss::Layout::contiguous(0, cols), nullptr, 0) ==
+          Status::success);
+  }
+  CHECK(snapshot(y) == y_before);
+  CHECK(snapshot(stats) == stats_before);
 }
 
 TEST_CASE("launch metadata counts the kernels each strategy runs", "[gpu][api]") {

@@ -117,6 +117,28 @@ TEST_CASE("call validation accepts in place and refuses every other overlap", "[
   }
 }
 
+TEST_CASE("row statistics validation: present, 4-byte aligned, overlapping neither x, y nor the workspace",
+          "[api][validate][statistics]") {
+  alignas(256) static unsigned char buffer[8192];
+  const rss::Layout l = rss::Layout::contiguous(4, 100);  // x, y: 400 floats each
+  const void* x = buffer;
+  const void* y = buffer + 2048;
+  const void* ws = buffer + 4096;
+  auto* stats = reinterpret_cast<rss::RowStatistics*>(buffer + 6144);  // 4 rows x 12 bytes
+  const auto check = [&](rss::RowStatistics* s, std::size_t required = 256) {
+    return rss::validate_statistics(s, x, y, l, 4, ws, required);
+  };
+  CHECK(check(stats) == Status::success);
+  CHECK(check(nullptr) == Status::null_pointer);
+  CHECK(check(reinterpret_cast<rss::RowStatistics*>(buffer + 6146)) == Status::misaligned_statistics);
+  CHECK(check(reinterpret_cast<rss::RowStatistics*>(buffer + 1600 - 8)) == Status::overlapping_buffers);  // x's end
+  CHECK(check(reinterpret_cast<rss::RowStatistics*>(buffer + 2048 + 400)) == Status::overlapping_buffers);  // in y
+  CHECK(check(reinterpret_cast<rss::RowStatistics*>(buffer + 4096 + 200)) == Status::overlapping_buffers);
+  CHECK(check(reinterpret_cast<rss::RowStatistics*>(buffer + 4096 + 200), 0) == Status::success);  // no workspace
+  CHECK(check(reinterpret_cast<rss::RowStatistics*>(buffer + 1600)) == Status::success);  // just past x
+  CHECK(rss::validate_statistics(nullptr, x, y, rss::Layout::contiguous(0, 100), 4, ws, 256) == Status::success);
+}
+
 TEST_CASE("the workspace carver answers the size query and lays out aligned buffers identically", "[api][workspace]") {
   rss::WorkspaceCarver counter;
   counter.take<float>(10);
@@ -157,13 +179,13 @@ TEST_CASE("launch lists count every launch, store the first ones, and count a gr
 
 TEST_CASE("every status and strategy has a distinct, non-empty name", "[api][status]") {
   std::set<std::string> messages;
-  for (int s = 0; s <= static_cast<int>(Status::partial_output); ++s) {
+  for (int s = 0; s <= static_cast<int>(Status::misaligned_statistics); ++s) {
     const char* m = rss::status_message(static_cast<Status>(s));
     REQUIRE(m != nullptr);
     CHECK(std::strlen(m) > 0);
     messages.insert(m);
   }
-  CHECK(messages.size() == static_cast<std::size_t>(Status::partial_output) + 1);
+  CHECK(messages.size() == static_cast<std::size_t>(Status::misaligned_statistics) + 1);
   std::set<std::string> names;
   for (rss::Strategy s : rss::all_strategies) names.insert(rss::strategy_name(s));
   CHECK(names.size() == sizeof(rss::all_strategies) / sizeof(rss::all_strategies[0]));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rss/backward/backward.cuh"
+#include "rss/rss.cuh"
 #include "rss/reference/cpu_backward.hpp"
 #include "rss/reference/cpu_reference.hpp"
 #include "support/device.cuh"
@@ -336,9 +337,57 @@ TEST_CASE("backward from saved row statistics (y recomputed): shapes, layouts, I
                                                       reinterpret_cast<const rss::RowStatistics*>(dx.get<float>() + 8),
                                                       dy.get<float>(), dx.get<float>(), l, nullptr, 0) ==
         Status::overlapping_buffers);
+  CHECK(rss::rms_scaled_softmax_backward_saved<float>(BackwardStrategy::cluster_row, x.get<float>(),
+                                                      reinterpret_cast<const rss::RowStatistics*>(x.get<char>() + 2),
+                                                      dy.get<float>(), dx.get<float>(), l, nullptr, 0) ==
+        Status::misaligned_statistics);
   std::vector<unsigned char> after(dx.bytes());
   RSS_TEST_CUDA(cudaMemcpy(after.data(), dx.get(), dx.bytes(), cudaMemcpyDeviceToHost));
   CHECK(std::all_of(after.begin(), after.end(), [](unsigned char b) { return b == 0xFF; }));
+}
+
+/// The forward (`forward`, writing row statistics) then the saved backward of every strategy, against the
+/// exact gradient: the pair a training step runs when it keeps x and the statistics instead of y.
+template <class T>
+void check_forward_statistics_feed_backward(rss::Strategy forward, std::int64_t rows, std::int64_t cols) {
+  const BackwardLayout l = BackwardLayout::contiguous(rows, cols);
+  const Problem<T> p(l, rss_test::fresh_seed());
+  const std::size_t n = p.x.size();
+  DeviceBuffer x(n * sizeof(T)), y(n * sizeof(T)), dy(n * sizeof(T)), dx(n * sizeof(T));
+  DeviceBuffer stats(static_cast<std::size_t>(rows) * sizeof(rss::RowStatistics));
+  RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  RSS_TEST_CUDA(cudaMemcpy(dy.get(), p.dy.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  std::size_t fw_bytes = 0;
+  REQUIRE(rss::workspace_bytes<T>(forward, rows, cols, &fw_bytes) == Status::success);
+  DeviceBuffer fw(fw_bytes);
+  REQUIRE(rss::rms_scaled_softmax_with_statistics<T>(forward, x.get<const T>(), y.get<T>(), stats.get<rss::RowStatistics>(),
+                                                     rss::Layout::contiguous(rows, cols), fw.get(), fw_bytes) ==
+          Status::success);
+  for (const BackwardStrategy strategy : kStrategies) {
+    if (strategy == BackwardStrategy::cluster_row && !cluster_holds(cols, rss::dtype_of<T>)) continue;
+    INFO(type_name<T>() << " forward " << rss::strategy_name(forward) << ", backward "
+                        << rss::backward_strategy_name(strategy) << " " << rows << " x " << cols);
+    std::size_t bytes = 0;
+    REQUIRE(rss::backward_workspace_bytes<T>(strategy, rows, cols, &bytes) == Status::success);
+    DeviceBuffer ws(bytes);
+    rss_test::poison(dx);
+    REQUIRE(rss::rms_scaled_softmax_backward_saved<T>(strategy, x.get<const T>(), stats.get<const rss::RowStatistics>(),
+                                                      dy.get<const T>(), dx.get<T>(), l, ws.get(), bytes) ==
+            Status::success);
+    std::vector<T> out(n);
+    RSS_TEST_CUDA(cudaMemcpy(out.data(), dx.get(), n * sizeof(T), cudaMemcpyDeviceToHost));
+    CHECK(p.check(out) == "");
+  }
+}
+
+TEST_CASE("backward from the statistics the forward wrote matches the exact gradient", "[gpu][backward][saved]") {
+  REQUIRE(rss_test::has_device());
+  for (const rss::Strategy forward : {rss::Strategy::automatic, rss::Strategy::local_fusion, rss::Strategy::block_row}) {
+    check_forward_statistics_feed_backward<float>(forward, 9, 1000);
+    check_forward_statistics_feed_backward<float>(forward, 3, 131079);
+    check_forward_statistics_feed_backward<__nv_bfloat16>(forward, 32, 128256);
+    check_forward_statistics_feed_backward<__half>(forward, 64, 4099);
+  }
 }
 
 TEST_CASE("backward: random shapes, layouts, storage types and strategies", "[gpu][backward][random]") {

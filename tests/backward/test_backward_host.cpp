@@ -156,6 +156,7 @@ TEST_CASE("backward call validation with saved statistics: no y, the statistics 
   CHECK(call(x, nullptr, dy, dx) == Status::null_pointer);
   CHECK(call(x, stats, dy, dy) == Status::success);                      // in place
   CHECK(call(x, buffer + 768 + 20, dy, dx) == Status::overlapping_buffers);  // statistics inside dx
+  CHECK(call(x, buffer + 256 + 2, dy, dx) == Status::misaligned_statistics);
   CHECK(call(x, stats, dy, buffer + 256 + 16) == Status::overlapping_buffers);
   CHECK(call(x, stats, dy, dx, buffer + 256, 256) == Status::overlapping_buffers);  // workspace over the statistics
   CHECK(call(x, stats, dy, dx, buffer + 1024, 256) == Status::success);

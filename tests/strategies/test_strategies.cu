@@ -1,10 +1,13 @@
 // Every strategy against the double-precision CPU reference, on fresh random inputs, for the
 // article shapes, the project's model shapes (docs/protocol.md) and odd shapes. y is poisoned before each run.
+// Each run is repeated with row statistics requested: the same y, and statistics that match the reference.
 #include <catch2/catch.hpp>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <map>
 #include <utility>
@@ -52,26 +55,69 @@ struct Problem {
   }
 };
 
-/// Runs `strategy` on the problem with a poisoned y and returns the worst row error.
+/// Runs `strategy` on the problem with a poisoned y (and, when `stats` is not null, also writing each row's
+/// statistics there) and returns y.
 template <class T>
-double run_and_measure(const rss::Config& strategy, const Problem<T>& p, cudaStream_t stream) {
+std::vector<T> run_strategy(const rss::Config& strategy, const Problem<T>& p, cudaStream_t stream,
+                            rss::RowStatistics* stats) {
   std::size_t bytes = 0;
   REQUIRE(rss::workspace_bytes<T>(strategy, p.shape.rows, p.shape.cols, &bytes) == rss::Status::success);
   rss_test::DeviceBuffer workspace(bytes);
   if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
   rss_test::DeviceBuffer y(p.x.size() * sizeof(T));
   rss_test::poison(y);
-  const rss::Status s = rss::rms_scaled_softmax(strategy, p.x_device.template get<const T>(), y.get<T>(),
-                                                p.shape.rows, p.shape.cols, workspace.get(), bytes, stream);
+  const rss::Layout layout = rss::Layout::contiguous(p.shape.rows, p.shape.cols);
+  const T* x = p.x_device.template get<const T>();
+  const rss::Status s =
+      stats == nullptr
+          ? rss::rms_scaled_softmax(strategy, x, y.get<T>(), layout, workspace.get(), bytes, stream)
+          : rss::rms_scaled_softmax_with_statistics(strategy, x, y.get<T>(), stats, layout, workspace.get(), bytes, stream);
   INFO("status: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
   REQUIRE(s == rss::Status::success);
   RSS_TEST_CUDA(cudaStreamSynchronize(stream));
   RSS_TEST_CUDA(cudaGetLastError());
   std::vector<T> out(p.x.size());
   RSS_TEST_CUDA(cudaMemcpy(out.data(), y.get(), out.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+/// The worst row error of an output.
+template <class T>
+double row_error(const std::vector<T>& out, const Problem<T>& p) {
   std::vector<double> out_d(out.size());
   for (std::size_t i = 0; i < out.size(); ++i) out_d[i] = to_double(out[i]);
   return rss::reference::max_row_relative_error(out_d.data(), p.reference.data(), p.shape.rows, p.shape.cols);
+}
+
+/// With row statistics requested, `strategy` writes the same y bit for bit, and each row's statistics:
+/// the maximum exactly, r and the sum of exponentials within fp32 arithmetic's bound of the reference.
+template <class T>
+void check_statistics(const rss::Config& strategy, const Problem<T>& p, const std::vector<T>& plain,
+                      cudaStream_t stream) {
+  const auto rows = static_cast<std::size_t>(p.shape.rows);
+  rss_test::DeviceBuffer stats(rows * sizeof(rss::RowStatistics));
+  rss_test::poison(stats);
+  const std::vector<T> with = run_strategy(strategy, p, stream, stats.get<rss::RowStatistics>());
+  CHECK(std::memcmp(with.data(), plain.data(), with.size() * sizeof(T)) == 0);
+  std::vector<rss::RowStatistics> got(rows);
+  RSS_TEST_CUDA(cudaMemcpy(got.data(), stats.get(), stats.bytes(), cudaMemcpyDeviceToHost));
+  std::vector<double> row(static_cast<std::size_t>(p.shape.cols));
+  int bad = 0;
+  for (std::size_t i = 0; i < rows && bad < 3; ++i) {
+    for (std::size_t j = 0; j < row.size(); ++j) row[j] = to_double(p.x[i * row.size() + j]);
+    const rss::reference::RowStatistics want = rss::reference::row_statistics(row.data(), p.shape.cols);
+    const rss::RowStatistics& g = got[i];
+    const bool good = g.max == static_cast<float>(want.max) &&
+                      std::abs(g.inv_rms - want.inv_rms) <= rss::reference::fp32_tolerance * want.inv_rms &&
+                      std::abs(g.sum - want.sum) <= rss::reference::fp32_tolerance * want.sum;
+    if (!good) {
+      ++bad;
+      INFO("row " << i << ": max " << g.max << " (want " << want.max << "), inv_rms " << g.inv_rms << " (want "
+                  << want.inv_rms << "), sum " << g.sum << " (want " << want.sum << ")");
+      CHECK(good);
+    }
+  }
+  CHECK(bad == 0);
 }
 
 using rss_test::cluster_row_holds;
@@ -105,9 +151,11 @@ void check_all_strategies(const std::vector<Shape>& shapes) {
         check_cluster_row_refuses(problem, stream);
         continue;
       }
-      const double error = run_and_measure(strategy, problem, stream);
+      const std::vector<T> y = run_strategy(strategy, problem, stream, nullptr);
+      const double error = row_error(y, problem);
       INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
       CHECK(error <= tolerance);  // also false for NaN: an unwritten element
+      check_statistics(strategy, problem, y, stream);
     }
   }
   cudaStreamDestroy(stream);

@@ -9,11 +9,14 @@ under TORCH_EXTENSIONS_DIR; RSS_TORCH_VERBOSE=1 shows the build, RSS_TORCH_ARCH 
 sm_90), whose CUDA kernels are torch.ops.rss_cuda.forward_into/backward_into, and registers two custom
 operators over them (their kernels check the inputs, then call the CUDA ones):
 
-    torch.ops.rss.rms_scaled_softmax(Tensor x) -> Tensor                       (y, contiguous)
-    torch.ops.rss.rms_scaled_softmax_backward(Tensor x, Tensor y, Tensor dy) -> Tensor   (dx, contiguous)
+    torch.ops.rss.rms_scaled_softmax(Tensor x) -> (Tensor, Tensor)                          (y, stats)
+    torch.ops.rss.rms_scaled_softmax_backward(Tensor x, Tensor stats, Tensor dy) -> Tensor   (dx)
 
-with fake (meta) kernels for tracing and an autograd formula: the forward saves x and y, the backward reads
-x, y and dy (rows = all but the last dimension; strided rows are read in place, other layouts copied).
+y and dx are contiguous, of x's shape and dtype; stats holds each row's statistics (max of x, inv_rms = r and
+the sum of exp(r (x - max))): float32, contiguous, of shape x.shape[:-1] + (3,), 12 bytes a row. With fake
+(meta) kernels for tracing and an autograd formula: the forward saves x and stats (not y, which need not be
+kept), the backward reads x, stats and dy and recomputes y (rows = all but the last dimension; strided rows
+are read in place, other layouts copied). rms_scaled_softmax(x) returns y only.
 """
 import os
 
@@ -55,17 +58,34 @@ def _check(x, name="x", op="rss.rms_scaled_softmax"):
                          f"{x.dim()}-D tensor; use x.unsqueeze(0) for a single row")
 
 
-def _check_backward(x, y, dy):
+def _stats_shape(x):
+    return x.shape[:-1] + (3,)
+
+
+def _check_backward(x, stats, dy):
     op = "rss.rms_scaled_softmax_backward"
-    for name, t in (("x", x), ("y", y), ("dy", dy)):
+    for name, t in (("x", x), ("dy", dy)):
         _check(t, name, op)
-    if not (x.shape == y.shape == dy.shape):
-        raise ValueError(f"{op}: x, y and dy must have the same shape, got {tuple(x.shape)}, {tuple(y.shape)}, "
-                         f"{tuple(dy.shape)}")
-    if not (x.dtype == y.dtype == dy.dtype):
-        raise TypeError(f"{op}: x, y and dy must have the same dtype, got {x.dtype}, {y.dtype}, {dy.dtype}")
-    if not (x.device == y.device == dy.device):
-        raise ValueError(f"{op}: x, y and dy must be on the same device, got {x.device}, {y.device}, {dy.device}")
+    if x.shape != dy.shape:
+        raise ValueError(f"{op}: x and dy must have the same shape, got {tuple(x.shape)} and {tuple(dy.shape)}")
+    if x.dtype != dy.dtype:
+        raise TypeError(f"{op}: x and dy must have the same dtype, got {x.dtype} and {dy.dtype}")
+    if x.device != dy.device:
+        raise ValueError(f"{op}: x and dy must be on the same device, got {x.device} and {dy.device}")
+    what = "the row statistics rss.rms_scaled_softmax returned with y"
+    if not isinstance(stats, torch.Tensor):
+        raise TypeError(f"{op}: stats must be a torch.Tensor ({what}), got {type(stats).__name__}")
+    if stats.device.type != "cuda":
+        raise ValueError(f"{op}: stats must be a CUDA tensor ({what}), got a tensor on {stats.device}")
+    if stats.dtype != torch.float32:
+        raise TypeError(f"{op}: stats must be float32 ({what}), got {stats.dtype}")
+    if stats.shape != _stats_shape(x):
+        raise ValueError(f"{op}: stats must have shape x.shape[:-1] + (3,) = {tuple(_stats_shape(x))} ({what}), "
+                         f"got {tuple(stats.shape)}")
+    if not stats.is_contiguous():
+        raise ValueError(f"{op}: stats must be contiguous ({what})")
+    if stats.device != x.device:
+        raise ValueError(f"{op}: x and stats must be on the same device, got {x.device} and {stats.device}")
 
 
 def _raise_on(status, op):
@@ -73,47 +93,52 @@ def _raise_on(status, op):
         raise RuntimeError(f"{op}: rss returned '{torch.ops.rss_cuda.status_message(status)}'")
 
 
-# The public operators are Python custom ops whose kernels check their inputs, allocate the output and call the
+# The public operators are Python custom ops whose kernels check their inputs, allocate the outputs and call the
 # C++/CUDA kernels (torch.ops.rss_cuda.*), which return a status instead of throwing. Wrong inputs therefore raise
 # Python exceptions: a C++ exception thrown from the extension's kernels (a failed TORCH_CHECK) crashed the process
 # with a segmentation fault under pytest with PyTorch 2.11 on the H200, whether the kernel was reached through the
 # autograd formula's redispatch or called directly.
 @torch.library.custom_op("rss::rms_scaled_softmax", mutates_args=())
-def _forward_op(x: torch.Tensor) -> torch.Tensor:
+def _forward_op(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     _check(x)
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    _raise_on(torch.ops.rss_cuda.forward_into(x, y), "rss.rms_scaled_softmax")
-    return y
+    stats = torch.empty(_stats_shape(x), dtype=torch.float32, device=x.device)
+    _raise_on(torch.ops.rss_cuda.forward_into(x, y, stats), "rss.rms_scaled_softmax")
+    return y, stats
 
 
 @_forward_op.register_fake
 def _forward_fake(x):
     _check(x)
-    return x.new_empty(x.shape)
+    return x.new_empty(x.shape), x.new_empty(_stats_shape(x), dtype=torch.float32)
 
 
 @torch.library.custom_op("rss::rms_scaled_softmax_backward", mutates_args=())
-def _backward_op(x: torch.Tensor, y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
-    _check_backward(x, y, dy)
+def _backward_op(x: torch.Tensor, stats: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    _check_backward(x, stats, dy)
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    _raise_on(torch.ops.rss_cuda.backward_into(x, y, dy, dx), "rss.rms_scaled_softmax_backward")
+    _raise_on(torch.ops.rss_cuda.backward_into(x, stats, dy, dx), "rss.rms_scaled_softmax_backward")
     return dx
 
 
 @_backward_op.register_fake
-def _backward_fake(x, y, dy):
-    _check_backward(x, y, dy)
+def _backward_fake(x, stats, dy):
+    _check_backward(x, stats, dy)
     return x.new_empty(x.shape)
 
 
+# Saved for the backward: x and the statistics (12 bytes a row), not y. The backward recomputes y from them,
+# reading x and dy (3 N of traffic with dx) instead of x, y and dy (4 N).
 def _setup_context(ctx, inputs, output):
     (x,) = inputs
-    ctx.save_for_backward(x, output)
+    _, stats = output
+    ctx.mark_non_differentiable(stats)
+    ctx.save_for_backward(x, stats)
 
 
-def _backward(ctx, dy):
-    x, y = ctx.saved_tensors
-    return _backward_op(x, y, dy.to(x.dtype))
+def _backward(ctx, dy, _dstats):
+    x, stats = ctx.saved_tensors
+    return _backward_op(x, stats, dy.to(x.dtype))
 
 
 _forward_op.register_autograd(_backward, setup_context=_setup_context)
@@ -122,7 +147,8 @@ _forward_op.register_autograd(_backward, setup_context=_setup_context)
 def rms_scaled_softmax(x):
     """y = rms_scaled_softmax(x) over the last dimension (rows = all others), differentiable."""
     _check(x)  # before the operator's schema sees x (a list would fail there with a RuntimeError)
-    return _forward_op(x)
+    y, _ = _forward_op(x)
+    return y
 
 
 class RmsScaledSoftmax(torch.nn.Module):

@@ -151,6 +151,20 @@ class Operator {
   /// left unready.
   Status initialize(const Config& config, const T* x, T* y, const Layout& layout, void* workspace,
                     std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
+    return prepare(config, x, y, nullptr, false, layout, workspace, workspace_bytes, stream);
+  }
+
+  /// The same, and every run also writes each row's statistics to stats[0, rows) (device memory, 4-byte
+  /// aligned, overlapping neither x, y nor the workspace): what rss::rms_scaled_softmax_backward_saved
+  /// reads to recompute y from x. Every strategy writes them.
+  Status initialize(const Config& config, const T* x, T* y, RowStatistics* stats, const Layout& layout,
+                    void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
+    return prepare(config, x, y, stats, true, layout, workspace, workspace_bytes, stream);
+  }
+
+ private:
+  Status prepare(const Config& config, const T* x, T* y, RowStatistics* stats, bool with_stats, const Layout& layout,
+                 void* workspace, std::size_t workspace_bytes, cudaStream_t stream) noexcept {
     ready_ = false;
     primary_ = {};
     fallback_ = {};
@@ -162,8 +176,12 @@ class Operator {
     std::size_t primary_bytes = 0, required = 0;
     RSS_TRY(detail::workspace_layout<T>(config, layout.rows, layout.cols, d, &primary_bytes, &required));
     RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required, device_));
+    if (with_stats) {
+      RSS_TRY(validate_statistics(stats, x, y, layout, sizeof(T), workspace, required));
+      if (!layout.empty()) RSS_TRY(detail::check_device_memory(stats, device_));
+    }
     layout_ = layout;
-    const detail::Call<T> call{x, y, layout, workspace, workspace_bytes};
+    const detail::Call<T> call{x, y, layout, workspace, workspace_bytes, stats};
     if (layout.empty()) {
       primary_.strategy = concrete.strategy;
       ready_ = true;
@@ -185,6 +203,8 @@ class Operator {
     ready_ = true;
     return Status::success;
   }
+
+ public:
 
   /// Launches on `stream`, on the device the operator was initialised on (made current for the call
   /// and restored). Asynchronous, never synchronises. `ran` (optional) receives the strategy that

@@ -32,6 +32,17 @@ Status rms_scaled_softmax(const Config& config, const T* x, T* y, const Layout& 
   return op.run(stream, ran);
 }
 
+/// The same, also writing each row's statistics to stats[0, layout.rows) (device memory, 4-byte aligned):
+/// the saved state of rss::rms_scaled_softmax_backward_saved, which then needs x and dy but not y.
+template <class T>
+Status rms_scaled_softmax_with_statistics(const Config& config, const T* x, T* y, RowStatistics* stats,
+                                          const Layout& layout, void* workspace, std::size_t workspace_bytes,
+                                          cudaStream_t stream = nullptr, Strategy* ran = nullptr) noexcept {
+  Operator<T> op;
+  RSS_TRY(op.initialize(config, x, y, stats, layout, workspace, workspace_bytes, stream));
+  return op.run(stream, ran);
+}
+
 /// The same over contiguous rows x cols matrices.
 template <class T>
 Status rms_scaled_softmax(const Config& config, const T* x, T* y, std::int64_t rows, std::int64_t cols, void* workspace,

@@ -121,6 +121,7 @@ inline Status validate_backward_saved_call(const void* x, const void* stats, std
   if (const Status s = validate_backward_layout(l, element_bytes); !ok(s)) return s;
   if (l.empty()) return Status::success;
   if (x == nullptr || stats == nullptr || dy == nullptr || dx == nullptr) return Status::null_pointer;
+  if (reinterpret_cast<std::uintptr_t>(stats) % alignof(RowStatistics) != 0) return Status::misaligned_statistics;
   const std::uint64_t xb = extent_bytes(l.rows, l.cols, l.ld_x, element_bytes);
   const std::uint64_t sb = static_cast<std::uint64_t>(l.rows) * stats_bytes_per_row;
   const std::uint64_t gb = extent_bytes(l.rows, l.cols, l.ld_dy, element_bytes);

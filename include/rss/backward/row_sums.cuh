@@ -9,16 +9,9 @@
 #include <cmath>
 #include <cstdint>
 
-namespace rss {
+#include "rss/types.hpp"
 
-/// Per-row statistics a forward pass can save for its backward (12 bytes a row): with them the backward
-/// recomputes y = exp(inv_rms (x - max)) / sum from x instead of reading it (saved state (b): x and dy read,
-/// dx written, 3 N of traffic instead of 4 N).
-struct RowStatistics {
-  float max;
-  float inv_rms;
-  float sum;  // sum of exp(inv_rms (x - max)) over the row
-};
+namespace rss {
 
 namespace detail::backward {
 

@@ -13,10 +13,16 @@ namespace rss::reference {
 
 inline constexpr double epsilon = 1e-5;
 
-/// y = rms_scaled_softmax(x) for one row, in double. `x` is any type convertible to double.
+/// A row's statistics in double: y_j = exp(inv_rms (x_j - max)) / sum (what rss::RowStatistics holds).
+struct RowStatistics {
+  double max;
+  double inv_rms;
+  double sum;
+};
+
+/// The statistics of one row of `cols` > 0 elements. `x` is any type convertible to double.
 template <class In>
-void rms_scaled_softmax_row(const In* x, double* y, std::int64_t cols) {
-  if (cols <= 0) return;
+RowStatistics row_statistics(const In* x, std::int64_t cols) {
   double max = -std::numeric_limits<double>::infinity();
   double sum_sq = 0.0;
   for (std::int64_t j = 0; j < cols; ++j) {
@@ -26,11 +32,16 @@ void rms_scaled_softmax_row(const In* x, double* y, std::int64_t cols) {
   }
   const double r = 1.0 / std::sqrt(sum_sq / static_cast<double>(cols) + epsilon);
   double sum = 0.0;
-  for (std::int64_t j = 0; j < cols; ++j) {
-    y[j] = std::exp(r * (static_cast<double>(x[j]) - max));
-    sum += y[j];
-  }
-  for (std::int64_t j = 0; j < cols; ++j) y[j] /= sum;
+  for (std::int64_t j = 0; j < cols; ++j) sum += std::exp(r * (static_cast<double>(x[j]) - max));
+  return {max, r, sum};
+}
+
+/// y = rms_scaled_softmax(x) for one row, in double. `x` is any type convertible to double.
+template <class In>
+void rms_scaled_softmax_row(const In* x, double* y, std::int64_t cols) {
+  if (cols <= 0) return;
+  const RowStatistics s = row_statistics(x, cols);
+  for (std::int64_t j = 0; j < cols; ++j) y[j] = std::exp(s.inv_rms * (static_cast<double>(x[j]) - s.max)) / s.sum;
 }
 
 /// y = rms_scaled_softmax(x) for a row-major rows x cols matrix.

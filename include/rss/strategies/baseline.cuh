@@ -127,17 +127,25 @@ __global__ void row_sum(const float* e, float* sum, std::int64_t rows, std::int6
   reduce_rows(e, sum, rows, cols, cols, 0.0, SumDouble{}, 1.0);
 }
 
+/// Also copies each row's statistics to row_stats when it is not null (the thread of the row's first element).
 template <class T>
-__global__ void divide(const float* e, const float* sum, T* y, std::int64_t n, std::int64_t cols, std::int64_t ld_y) {
-  RSS_GRID_STRIDE(k, n) y[strided(k, cols, ld_y)] = StorageTraits<T>::from_float(e[k] / sum[k / cols]);
+__global__ void divide(const float* e, const float* sum, T* y, std::int64_t n, std::int64_t cols, std::int64_t ld_y,
+                       const float* max, const float* inv_rms, RowStatistics* row_stats) {
+  RSS_GRID_STRIDE(k, n) {
+    const std::int64_t row = k / cols;
+    y[strided(k, cols, ld_y)] = StorageTraits<T>::from_float(e[k] / sum[row]);
+    if (row_stats != nullptr && k % cols == 0) row_stats[row] = RowStatistics{max[row], inv_rms[row], sum[row]};
+  }
 }
 
 #undef RSS_GRID_STRIDE
 
 /// Issues the nine kernels of a validated, non-empty call.
 template <class T>
-Status launch_nine(const T* x, T* y, const Layout& l, void* workspace, const Launcher& launch) {
-  WorkspaceCarver carver(workspace);
+Status launch_nine(const Call<T>& c, const Launcher& launch) {
+  const T* x = c.x;
+  const Layout& l = c.layout;
+  WorkspaceCarver carver(c.workspace);
   const Workspace w = Workspace::carve(carver, l.rows, l.cols);
   const std::int64_t rows = l.rows, cols = l.cols, n = rows * cols;
   // Enough blocks to fill any current GPU; the grid-stride loops cover the rest.
@@ -153,8 +161,8 @@ Status launch_nine(const T* x, T* y, const Layout& l, void* workspace, const Lau
   RSS_TRY(launch("baseline::scale", scale<>, elementwise_grid, threads, 0, false, 0, w.wide, w.inv_rms, w.scaled, n, cols));
   RSS_TRY(launch("baseline::exp", exponential<>, elementwise_grid, threads, 0, false, 0, w.scaled, w.exps(), n));
   RSS_TRY(launch("baseline::row_sum", row_sum<>, row_grid, threads, 0, false, 0, w.exps(), w.sum, rows, cols));
-  return launch("baseline::divide", divide<T>, elementwise_grid, threads, 0, false, 0, w.exps(), w.sum, y, n, cols,
-                l.ld_y);
+  return launch("baseline::divide", divide<T>, elementwise_grid, threads, 0, false, 0, w.exps(), w.sum, c.y, n, cols,
+                l.ld_y, w.max, w.inv_rms, c.stats);
 }
 
 }  // namespace baseline
@@ -175,7 +183,7 @@ struct Baseline : NothingToPrepare {
   }
   template <class T>
   static Status launch(const Plan<T>&, const Call<T>& c, const Launcher& launcher) noexcept {
-    return baseline::launch_nine(c.x, c.y, c.layout, c.workspace, launcher);
+    return baseline::launch_nine(c, launcher);
   }
 };
 

@@ -66,7 +66,7 @@ class Graph {
     RSS_TRY(from_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
     Status s = from_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
     if (ok(s)) {
-      const Status launched = baseline::launch_nine(c.x, c.y, c.layout, c.workspace, Launcher{stream});
+      const Status launched = baseline::launch_nine(c, Launcher{stream});
       cudaGraph_t graph = nullptr;
       s = from_cuda(cudaStreamEndCapture(stream, &graph));  // always ends the capture
       if (!ok(launched)) s = launched;
@@ -127,7 +127,7 @@ struct BaselineGraph {
   template <class T>
   static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
     if (launcher.dry_run) {
-      RSS_TRY(baseline::launch_nine(c.x, c.y, c.layout, c.workspace, launcher));
+      RSS_TRY(baseline::launch_nine(c, launcher));
       if (launcher.record != nullptr) {
         launcher.record->graph = true;
         launcher.record->host_launches = 1;
@@ -138,7 +138,7 @@ struct BaselineGraph {
       return Status::success;
     }
     if (plan.graph == nullptr || baseline_graph::capturing(launcher.stream)) {
-      return baseline::launch_nine(c.x, c.y, c.layout, c.workspace, launcher);
+      return baseline::launch_nine(c, launcher);
     }
     RSS_TRY(from_cuda(cudaGraphLaunch(plan.graph->exec(), launcher.stream)));
     return check_launch(launcher.stream);

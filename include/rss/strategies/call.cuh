@@ -13,6 +13,7 @@
 //   template <class T> static Status launch(const Plan<T>&, const Call<T>&, const Launcher&);
 //                                                       the launches; with a dry Launcher, their description
 //
+// Every strategy writes the row statistics when the call has them (stats not null).
 // Calls reach a strategy validated (rss/validate.hpp, rss/device.cuh) and non-empty (rows, cols > 0):
 // strategies check nothing the boundary already checked.
 #include <cuda_runtime.h>
@@ -35,6 +36,7 @@ struct Call {
   Layout layout{};
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  RowStatistics* stats = nullptr;  // optional: each row's statistics are written here too
 };
 
 /// The prepare() of a strategy that has nothing to set up on the device.

@@ -42,10 +42,12 @@ enum class Fit {
   exact,    // every block's share is exactly threads * elems_per_thread elements: no tests at all
 };
 
-/// This block's share of one row: x_row[0, n) in, y_row[0, n) out, with the tests `F` requires.
+/// This block's share of one row: x_row[0, n) in, y_row[0, n) out, with the tests `F` requires. The
+/// row's statistics go to *row_stats when it is not null (the caller passes it to one block of the cluster).
 template <Fit F, class T, int Threads, int ElemsPerThread>
 __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64_t n, std::int64_t cols,
-                                            int cluster_size, ClusterStart& start, SharedState<T, Threads>& shared) {
+                                            int cluster_size, ClusterStart& start, SharedState<T, Threads>& shared,
+                                            RowStatistics* row_stats) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   constexpr int V = ElemsPerThread / W;  // 16-byte vectors per thread
@@ -101,7 +103,9 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
     }
   }
   sum = cub::BlockReduce<float, Threads>(shared.sum_storage).Sum(sum);
-  const float inv_sum = 1.0f / cluster_all_reduce(sum, shared.sum_slots, cluster_size, start, SumFloat{});
+  const float total = cluster_all_reduce(sum, shared.sum_slots, cluster_size, start, SumFloat{});
+  if (row_stats != nullptr && t == 0) *row_stats = RowStatistics{scale.max, scale.inv_rms, total};
+  const float inv_sum = 1.0f / total;
   const auto out = [&](int u, int e) { return Traits::from_float(exps[u][e] * inv_sum); };
 
   const bool y_vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(y_row) % 16 == 0;
@@ -124,7 +128,8 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
 /// which elements block `rank` and thread t hold. Two cluster barriers per row: one publishes the
 /// blocks' statistics, one their sums of exponentials.
 template <class T, int Threads, int ElemsPerThread, Fit F>
-__global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, Layout l, std::int64_t chunk, int cluster_size) {
+__global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, RowStatistics* stats, Layout l, std::int64_t chunk,
+                                                  int cluster_size) {
 #if RSS_CLUSTER_DEVICE_CODE  // rss/sync/cluster_reduce.cuh: sm_90 and later
   __shared__ SharedState<T, Threads> shared;
   namespace cg = cooperative_groups;
@@ -134,7 +139,8 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, Layout l, st
   ClusterStart start(cluster_size);
   for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
     process_row<F, T, Threads, ElemsPerThread>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, l.cols,
-                                               cluster_size, start, shared);
+                                               cluster_size, start, shared,
+                                               stats != nullptr && rank == 0 ? stats + row : nullptr);
   }
 #else
   __trap();  // never launched: the host admits these kernels only on sm_90 machine code
@@ -142,7 +148,7 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, Layout l, st
 }
 
 template <class T>
-using Kernel = void (*)(const T*, T*, Layout, std::int64_t, int);
+using Kernel = void (*)(const T*, T*, RowStatistics*, Layout, std::int64_t, int);
 
 template <class T, int Threads, int Elems>
 constexpr Kernel<T> instance(Fit fit) {
@@ -237,14 +243,15 @@ Status make_plan(const T* x, const T* y, const Layout& layout, const DeviceInfo&
 
 /// Issues (or, dry, describes) the launch of a plan made for the same pointers.
 template <class T>
-Status launch_plan(const Plan<T>& plan, const T* x, T* y, const Layout& layout, Launcher launcher) {
+Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* stats, const Layout& layout,
+                   Launcher launcher) {
   const ClusterPlan& g = plan.geometry;
   if (g.grid_blocks == 0) return Status::success;
   const ClusterConfig& c = g.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
   return launcher(kernel_name(plan.admitted.fit), kernel_for<T>(c.threads, c.elems_per_thread, plan.admitted.fit),
                   static_cast<unsigned>(g.grid_blocks), static_cast<unsigned>(c.threads), 0, false,
-                  plan.admitted.blocks_per_sm, x, y, layout, g.chunk_elems, c.cluster_size);
+                  plan.admitted.blocks_per_sm, x, y, stats, layout, g.chunk_elems, c.cluster_size);
 }
 
 }  // namespace cluster_row
@@ -267,7 +274,7 @@ struct ClusterRow : NothingToPrepare {
   }
   template <class T>
   static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
-    return cluster_row::launch_plan(plan, c.x, c.y, c.layout, launcher);
+    return cluster_row::launch_plan(plan, c.x, c.y, c.stats, c.layout, launcher);
   }
 };
 

@@ -86,20 +86,24 @@ __global__ void __launch_bounds__(threads) exp_sum(const T* x, Layout l, Geometr
 
 template <class T>
 __global__ void __launch_bounds__(threads) normalize(const T* x, T* y, Layout l, Geometry g,
-                                                     const RowStatsPartial* partials, const float* sums) {
+                                                     const RowStatsPartial* partials, const float* sums,
+                                                     RowStatistics* row_stats) {
   __shared__ PhaseScratch<threads> storage;
   for (std::int64_t item = blockIdx.x; item < l.rows * g.chunks; item += gridDim.x) {
     const Tile tile(item, l, g);
     const RowStatsPartial row =
         BlockRowStats<threads>::combine(partials + tile.row * g.chunks, static_cast<int>(g.chunks), storage.stats);
     const float total = BlockExpSum<threads>::combine(sums + tile.row * g.chunks, static_cast<int>(g.chunks), storage.sum);
-    BlockNormalize<threads>::tile(x + tile.x_offset, y + tile.y_offset, tile.size, make_row_scale(row, l.cols),
-                                  1.0f / total);
+    const RowScale scale = make_row_scale(row, l.cols);
+    if (row_stats != nullptr && tile.chunk == 0 && threadIdx.x == 0)
+      row_stats[tile.row] = RowStatistics{scale.max, scale.inv_rms, total};
+    BlockNormalize<threads>::tile(x + tile.x_offset, y + tile.y_offset, tile.size, scale, 1.0f / total);
   }
 }
 
 template <class T>
-Status launch(const T* x, T* y, const Layout& l, void* workspace, Geometry g, const Launcher& launch) {
+Status launch(const T* x, T* y, RowStatistics* row_stats, const Layout& l, void* workspace, Geometry g,
+              const Launcher& launch) {
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, l.rows, l.cols);
   const unsigned grid = grid_for(l.rows * g.chunks);
@@ -107,7 +111,7 @@ Status launch(const T* x, T* y, const Layout& l, void* workspace, Geometry g, co
   RSS_TRY(launch("local_fusion::exp_sum", exp_sum<T>, grid, threads, 0, false, 0, x, l, g,
                  static_cast<const RowStatsPartial*>(w.stats), w.sums));
   return launch("local_fusion::normalize", normalize<T>, grid, threads, 0, false, 0, x, y, l, g,
-                static_cast<const RowStatsPartial*>(w.stats), static_cast<const float*>(w.sums));
+                static_cast<const RowStatsPartial*>(w.stats), static_cast<const float*>(w.sums), row_stats);
 }
 
 }  // namespace local_fusion
@@ -132,7 +136,7 @@ struct LocalFusion : NothingToPrepare {
   }
   template <class T>
   static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
-    return local_fusion::launch(c.x, c.y, c.layout, c.workspace, plan.geometry, launcher);
+    return local_fusion::launch(c.x, c.y, c.stats, c.layout, c.workspace, plan.geometry, launcher);
   }
 };
 

@@ -52,6 +52,7 @@ struct Params {
   RowStatsPartial* stats;       // [rows in launch][blocks_per_row]
   float* sums;                  // [rows in launch][blocks_per_row]
   RowBarrierState* barriers;    // [rows in launch], row-scoped barrier only
+  RowStatistics* row_stats;     // [all rows] of the call, or null: not written
 };
 
 /// Phases first_phase..last_phase (1..3) of the rows of one launch. Block k of a row's group owns
@@ -114,6 +115,8 @@ __global__ void __launch_bounds__(threads) kernel(const T* x, T* y, Params p,
       }
     }
     if (!row_in_block) sum = BlockExpSum<threads>::combine(group_sums, bpr, storage.sum);
+    if (p.row_stats != nullptr && k == 0 && threadIdx.x == 0)
+      p.row_stats[row] = RowStatistics{scale.max, scale.inv_rms, static_cast<float>(sum)};
     const float inv_sum = static_cast<float>(1.0 / sum);
     for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
       const std::int64_t offset = t * p.tile_elems;
@@ -267,8 +270,8 @@ Status make_plan(Strategy strategy, MegakernelControl control, std::int64_t rows
 /// call (both are valid states). A launch failing after an earlier one wrote rows of y returns
 /// partial_output (rss::last_cuda_error() keeps the CUDA error).
 template <class T>
-Status launch_plan(const Plan<T>& plan, const T* x, T* y, const Layout& layout, void* workspace,
-                   const Launcher& launch) {
+Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* row_stats, const Layout& layout,
+                   void* workspace, const Launcher& launch) {
   const MegakernelPlan& g = plan.geometry;
   const Variant<T>& v = plan.variant;
   WorkspaceCarver carver(workspace);
@@ -288,7 +291,7 @@ Status launch_plan(const Plan<T>& plan, const T* x, T* y, const Layout& layout, 
     const MegakernelLaunch l = g.launch(i);
     const Params p{g.cols,       layout.ld_x,     layout.ld_y,      l.first_row, l.row_count,
                    g.tile_elems, g.tiles_per_row, g.blocks_per_row, w.stats,     w.sums,
-                   w.barriers};
+                   w.barriers,   row_stats};
     const auto grid = static_cast<unsigned>(l.grid_blocks);
     if (v.three_launches) {
       for (int phase = 1; phase <= 3; ++phase)
@@ -341,7 +344,7 @@ struct MegakernelStrategy {
   template <class T>
   static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
     if (plan.counters != nullptr && !launcher.dry_run) RSS_TRY(plan.counters->order_before(launcher.stream));
-    return megakernel::launch_plan(plan, c.x, c.y, c.layout, c.workspace, launcher);
+    return megakernel::launch_plan(plan, c.x, c.y, c.stats, c.layout, c.workspace, launcher);
   }
 };
 

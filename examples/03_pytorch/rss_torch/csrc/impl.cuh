@@ -1,5 +1,7 @@
-// rss behind the PyTorch operator, for one storage type T. A framework hands over fresh tensors on every
-// call, so what does not depend on the pointers is kept per shape and device:
+// rss behind the PyTorch operator, for one storage type T. The forward writes y and each row's statistics;
+// the backward reads x, dy and the statistics and recomputes y (saved state (b): 3 N of traffic, not 4 N).
+// A framework hands over fresh tensors on every call, so what does not depend on the pointers is kept per
+// shape and device:
 // - forward: the strategy rss's automatic picked on the first call (later calls name it, so they skip
 //   automatic's device-property query);
 // - backward: a planned rss::BackwardOperator, rebound to each call's pointers (validation, no planning).
@@ -18,7 +20,8 @@ namespace rss_torch {
 template <class T>
 struct Impl {
   using ShapeKey = std::tuple<int, std::int64_t, std::int64_t>;  // device, rows, cols
-  using LayoutKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  // device, rows, cols, ld_x, ld_dy, ld_dx
+  using LayoutKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
 
   static std::mutex& mutex() {
     static std::mutex m;
@@ -52,8 +55,9 @@ struct Impl {
     const rss::Strategy strategy = forward_strategy(device, m.rows, m.cols);
     rss::Strategy ran{};
     const rss::Layout layout{m.rows, m.cols, m.ld_x, m.ld_out};
-    const rss::Status s = rss::rms_scaled_softmax<T>(strategy, static_cast<const T*>(m.x), static_cast<T*>(m.out), layout,
-                                                     workspace, bytes, stream, &ran);
+    const rss::Status s = rss::rms_scaled_softmax_with_statistics<T>(
+        strategy, static_cast<const T*>(m.x), static_cast<T*>(m.out), static_cast<rss::RowStatistics*>(m.stats), layout,
+        workspace, bytes, stream, &ran);
     if (rss::ok(s) && strategy == rss::Strategy::automatic) forward_picks()[{device, m.rows, m.cols}] = ran;
     return static_cast<int>(s);
   }
@@ -67,23 +71,24 @@ struct Impl {
 
   static int backward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(mutex());
-    const rss::BackwardLayout layout{m.rows, m.cols, m.ld_x, m.ld_y, m.ld_dy, m.ld_out};
+    const rss::BackwardLayout layout{m.rows, m.cols, m.ld_x, m.cols, m.ld_dy, m.ld_out};  // ld_y: no y is read
     const T* x = static_cast<const T*>(m.x);
-    const T* y = static_cast<const T*>(m.y);
+    const auto* stats = static_cast<const rss::RowStatistics*>(m.stats);
     const T* dy = static_cast<const T*>(m.dy);
     T* dx = static_cast<T*>(m.out);
-    const LayoutKey key{device, m.rows, m.cols, m.ld_x, m.ld_y, m.ld_dy, m.ld_out};
+    const LayoutKey key{device, m.rows, m.cols, m.ld_x, m.ld_dy, m.ld_out};
     auto& op = backward_ops()[key];
     if (op == nullptr) {
       auto fresh = std::make_unique<rss::BackwardOperator<T>>();
       const auto pick = backward_picks().find({device, m.rows, m.cols});
       const rss::BackwardStrategy requested =
           pick == backward_picks().end() ? rss::BackwardStrategy::automatic : pick->second;
-      rss::Status s = fresh->initialize(requested, x, y, dy, dx, layout, workspace, bytes, stream);
+      rss::Status s = fresh->initialize_saved(requested, x, stats, dy, dx, layout, workspace, bytes, stream);
       if (rss::ok(s) && requested == rss::BackwardStrategy::automatic &&
           fresh->strategy() == rss::BackwardStrategy::cluster_row) {
         // Ask for cluster_row itself: automatic keeps a two_pass workspace for its fallback.
-        s = fresh->initialize(rss::BackwardStrategy::cluster_row, x, y, dy, dx, layout, workspace, bytes, stream);
+        s = fresh->initialize_saved(rss::BackwardStrategy::cluster_row, x, stats, dy, dx, layout, workspace, bytes,
+                                    stream);
       }
       if (!rss::ok(s)) {
         backward_ops().erase(key);
@@ -93,7 +98,7 @@ struct Impl {
       backward_picks()[{device, m.rows, m.cols}] = fresh->strategy();
       op = std::move(fresh);
     } else {
-      const rss::Status s = op->rebind(x, y, dy, dx, workspace, bytes);
+      const rss::Status s = op->rebind_saved(x, stats, dy, dx, workspace, bytes);
       if (!rss::ok(s)) return static_cast<int>(s);
     }
     return static_cast<int>(op->run(stream));

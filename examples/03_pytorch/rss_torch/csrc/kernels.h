@@ -10,12 +10,14 @@
 namespace rss_torch {
 
 /// Matrices of one call, row-major with leading dimensions in elements. `out` is y (forward) or dx (backward).
+/// `stats` holds `rows` rss::RowStatistics (12 bytes each, in row order): the forward writes them, the backward
+/// reads them and recomputes y from x (y is not an input of the backward).
 struct Matrices {
   const void* x;
-  const void* y;   // backward only
   const void* dy;  // backward only
+  void* stats;
   void* out;
-  std::int64_t rows, cols, ld_x, ld_y, ld_dy, ld_out;
+  std::int64_t rows, cols, ld_x, ld_dy, ld_out;
 };
 
 #define RSS_TORCH_DECLARE(NAME)                                                                               \

@@ -1,6 +1,8 @@
-// The CUDA side of the PyTorch operators rss::rms_scaled_softmax(x) and rss::rms_scaled_softmax_backward(x, y,
-// dy): torch.ops.rss_cuda.forward_into/backward_into over rss (kernels.h), returning a status code. The public
-// operators, their fake (meta) kernels and the autograd formula are defined in Python (rss_torch/__init__.py).
+// The CUDA side of the PyTorch operators rss::rms_scaled_softmax(x) -> (y, stats) and
+// rss::rms_scaled_softmax_backward(x, stats, dy) -> dx: torch.ops.rss_cuda.forward_into/backward_into over rss
+// (kernels.h), returning a status code. stats holds each row's rss::RowStatistics (max, inv_rms, sum) as float32,
+// x.shape[:-1] + (3,), contiguous. The public operators, their fake (meta) kernels and the autograd formula are
+// defined in Python (rss_torch/__init__.py).
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -11,6 +13,11 @@
 #include <vector>
 
 #include "kernels.h"
+#include "rss/types.hpp"
+
+// A row of the float32 stats tensor is one rss::RowStatistics.
+static_assert(sizeof(rss::RowStatistics) == 3 * sizeof(float) && alignof(rss::RowStatistics) == alignof(float),
+              "rss::RowStatistics is three floats");
 
 namespace {
 
@@ -49,6 +56,18 @@ bool valid_input(const at::Tensor& t) {
          (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
 }
 
+/// The row statistics of x: float32, x.shape[:-1] + (3,), contiguous (rss::RowStatistics in row order), on x's
+/// device. sizes()[d] rather than size(d): nothing here may throw.
+bool valid_stats(const at::Tensor& stats, const at::Tensor& x) {
+  if (!stats.is_cuda() || stats.scalar_type() != at::kFloat || !stats.is_contiguous() || stats.device() != x.device() ||
+      stats.dim() != x.dim() || stats.sizes()[x.dim() - 1] != 3) {
+    return false;
+  }
+  for (std::int64_t d = 0; d + 1 < x.dim(); ++d)
+    if (stats.sizes()[d] != x.sizes()[d]) return false;
+  return true;
+}
+
 at::Tensor workspace(std::size_t bytes, const at::Tensor& like) {
   // The caching allocator's blocks are 512-byte aligned (rss asks for 256).
   return at::empty({static_cast<std::int64_t>(bytes > 0 ? bytes : 1)}, like.options().dtype(at::kByte));
@@ -65,16 +84,17 @@ std::int64_t run(const at::Tensor& like, const rss_torch::Matrices& m, Query que
   return call(device, m, ws.data_ptr(), bytes, at::cuda::getCurrentCUDAStream());
 }
 
-/// y = rms_scaled_softmax(x), written into y (contiguous, x's shape and dtype, allocated by the caller).
-std::int64_t forward_into(const at::Tensor& x_in, const at::Tensor& y) {
+/// y = rms_scaled_softmax(x), written into y (contiguous, x's shape and dtype), and each row's statistics into
+/// stats (valid_stats), both allocated by the caller.
+std::int64_t forward_into(const at::Tensor& x_in, const at::Tensor& y, const at::Tensor& stats) {
   if (!valid_input(x_in) || !y.is_contiguous() || y.sizes() != x_in.sizes() || y.scalar_type() != x_in.scalar_type() ||
-      y.device() != x_in.device()) {
+      y.device() != x_in.device() || !valid_stats(stats, x_in)) {
     return kInvalidTensor;
   }
   const c10::cuda::CUDAGuard guard(x_in.device());
   const RowView x = as_rows(x_in);
   if (x.rows == 0 || x.cols == 0) return 0;
-  const rss_torch::Matrices m{x.t.data_ptr(), nullptr, nullptr, y.data_ptr(), x.rows, x.cols, x.ld, 0, 0, x.cols};
+  const rss_torch::Matrices m{x.t.data_ptr(), nullptr, stats.data_ptr(), y.data_ptr(), x.rows, x.cols, x.ld, 0, x.cols};
   switch (x_in.scalar_type()) {
     case at::kFloat: return run(x_in, m, rss_torch::fp32_forward_workspace, rss_torch::fp32_forward);
     case at::kBFloat16: return run(x_in, m, rss_torch::bf16_forward_workspace, rss_torch::bf16_forward);
@@ -82,23 +102,25 @@ std::int64_t forward_into(const at::Tensor& x_in, const at::Tensor& y) {
   }
 }
 
-/// dx of rms_scaled_softmax from x, y and dy, written into dx (contiguous, allocated by the caller).
-std::int64_t backward_into(const at::Tensor& x_in, const at::Tensor& y_in, const at::Tensor& dy_in, const at::Tensor& dx) {
-  for (const at::Tensor* t : {&x_in, &y_in, &dy_in}) {
+/// dx of rms_scaled_softmax from x, the forward's row statistics of x and dy (y is recomputed from x and the
+/// statistics), written into dx (contiguous, allocated by the caller).
+std::int64_t backward_into(const at::Tensor& x_in, const at::Tensor& stats, const at::Tensor& dy_in,
+                           const at::Tensor& dx) {
+  for (const at::Tensor* t : {&x_in, &dy_in}) {
     if (!valid_input(*t) || t->sizes() != x_in.sizes() || t->scalar_type() != x_in.scalar_type() ||
         t->device() != x_in.device()) {
       return kInvalidTensor;
     }
   }
-  if (!dx.is_contiguous() || dx.sizes() != x_in.sizes() || dx.scalar_type() != x_in.scalar_type() ||
-      dx.device() != x_in.device()) {
+  if (!valid_stats(stats, x_in) || !dx.is_contiguous() || dx.sizes() != x_in.sizes() ||
+      dx.scalar_type() != x_in.scalar_type() || dx.device() != x_in.device()) {
     return kInvalidTensor;
   }
   const c10::cuda::CUDAGuard guard(x_in.device());
-  const RowView x = as_rows(x_in), y = as_rows(y_in), dy = as_rows(dy_in);
+  const RowView x = as_rows(x_in), dy = as_rows(dy_in);
   if (x.rows == 0 || x.cols == 0) return 0;
-  const rss_torch::Matrices m{x.t.data_ptr(), y.t.data_ptr(), dy.t.data_ptr(), dx.data_ptr(), x.rows, x.cols,
-                              x.ld,           y.ld,           dy.ld,           x.cols};
+  const rss_torch::Matrices m{x.t.data_ptr(), dy.t.data_ptr(), stats.data_ptr(), dx.data_ptr(), x.rows, x.cols,
+                              x.ld,           dy.ld,           x.cols};
   switch (x_in.scalar_type()) {
     case at::kFloat: return run(x_in, m, rss_torch::fp32_backward_workspace, rss_torch::fp32_backward);
     case at::kBFloat16: return run(x_in, m, rss_torch::bf16_backward_workspace, rss_torch::bf16_backward);
@@ -109,7 +131,7 @@ std::int64_t backward_into(const at::Tensor& x_in, const at::Tensor& y_in, const
 std::string status_message(std::int64_t status) {
   if (status == kInvalidTensor) {
     return "invalid tensors (CUDA float32/bfloat16/float16 of at least 2 dimensions, one shape, dtype and device; "
-           "contiguous outputs)";
+           "contiguous outputs; statistics float32, contiguous, of shape x.shape[:-1] + (3,))";
   }
   return rss_torch::status_message(static_cast<int>(status));
 }
@@ -119,8 +141,8 @@ std::string status_message(std::int64_t status) {
 // The CUDA side of the public operators rss::rms_scaled_softmax(_backward), which Python defines; their kernels
 // check the inputs, allocate the outputs, call these and raise on a nonzero status (rss_torch/__init__.py).
 TORCH_LIBRARY(rss_cuda, m) {
-  m.def("forward_into(Tensor x, Tensor(a!) y) -> int");
-  m.def("backward_into(Tensor x, Tensor y, Tensor dy, Tensor(a!) dx) -> int");
+  m.def("forward_into(Tensor x, Tensor(a!) y, Tensor(b!) stats) -> int");
+  m.def("backward_into(Tensor x, Tensor stats, Tensor dy, Tensor(a!) dx) -> int");
   m.def("status_message(int status) -> str", &status_message);  // no tensor: one kernel for every backend
 }
 
