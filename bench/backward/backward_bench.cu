@@ -13,8 +13,8 @@
 // launch metadata (kernels, cluster_size, blocks_per_sm), the logical bytes and the largest per-row error
 // against the double reference (max_rel_err; --check=0 skips it). Variants: two_pass, cluster_row,
 // automatic (the label names its pick), floor, and the same reading saved row statistics instead of y
-// (two_pass_saved, cluster_row_saved, automatic_saved, floor_saved: 3 N); --pilot adds cluster_row under
-// every configuration that holds the row (cluster_row:<threads>x<elems>x<cluster>).
+// (two_pass_saved, cluster_row_saved, automatic_saved, floor_saved: 3 N); --pilot adds cluster_row and
+// cluster_row_saved under every configuration that holds the row (cluster_row:<threads>x<elems>x<cluster>).
 #include <benchmark/benchmark.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -403,9 +403,9 @@ int main(int argc, char** argv) {
               if (c > 1 && (cols + 8 * c - 1) / (8 * c) * 8 * (c - 1) >= cols) continue;
               if (c > 1 && rss::backward_cluster_config_fits({threads, elems, c - 1}, cols, dtype, 8)) continue;
               if (rss::backward_cluster_config_fits({threads, elems / 2, c}, cols, dtype, 8)) continue;  // idle threads
-              variants.push_back({"cluster_row:" + std::to_string(threads) + "x" + std::to_string(elems) + "x" +
-                                      std::to_string(c),
-                                  rss::BackwardStrategy::cluster_row, false, config});
+              const std::string geometry = std::to_string(threads) + "x" + std::to_string(elems) + "x" + std::to_string(c);
+              variants.push_back({"cluster_row:" + geometry, rss::BackwardStrategy::cluster_row, false, config});
+              variants.push_back({"cluster_row_saved:" + geometry, rss::BackwardStrategy::cluster_row, false, config, true});
             }
       }
       for (const Variant& v : variants) {

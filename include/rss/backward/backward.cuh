@@ -131,7 +131,7 @@ class BackwardOperator {
     if (strategy == BackwardStrategy::two_pass) return prepare_two_pass();
     if (strategy == BackwardStrategy::cluster_row) return prepare_cluster(preferred);
     if (strategy != BackwardStrategy::automatic) return Status::invalid_strategy;
-    if (backward_automatic_prefers_two_pass(layout.rows, layout.cols, dtype_of<T>)) return prepare_two_pass();
+    if (backward_automatic_prefers_two_pass(layout.rows, layout.cols, dtype_of<T>, stats != nullptr)) return prepare_two_pass();
     const Status s = prepare_cluster(preferred);
     if (!detail::backward::refused_by_device(s)) return s;
     return prepare_two_pass();

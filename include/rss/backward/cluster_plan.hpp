@@ -72,15 +72,28 @@ constexpr bool backward_cluster_config_fits(const BackwardClusterConfig& c, std:
   return detail::backward::cluster_chunk(cols, c.cluster_size) <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
 }
 
-/// The default configuration: 8 elements of each array per thread (about 64 registers for every storage
-/// type, measured with ptxas for sm_90: two blocks of 512 threads per SM, so one block's reductions overlap
-/// another's loads) in the fewest blocks that hold the row; rows longer than 8 such blocks take 16, then 32
-/// elements per thread (32: 128 registers, one block per SM). 256 threads when they hold the block's
-/// share, with the fewest elements per thread that do. cluster_size 0 when no cluster of up to
-/// max_cluster_size blocks holds the row.
-constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t cols, DType dtype, int max_cluster_size) noexcept {
+/// The default configuration. With y read (saved statistics false): 8 elements of each array per thread
+/// (about 64 registers for every storage type, measured with ptxas for sm_90: two blocks of 512 threads per
+/// SM, so one block's reductions overlap another's loads) in the fewest blocks that hold the row; rows longer
+/// than 8 such blocks take 16, then 32 elements per thread (32: 128 registers, one block per SM). 256 threads
+/// when they hold the block's share, with the fewest elements per thread that do.
+/// With saved statistics (two arrays held, x and dy), the backward pilot on the H200 (bench/NOTES.md) favoured
+/// 256-thread blocks with more elements each: one block of 256 threads with the fewest elements per thread
+/// that hold the row (4096 x 4096 bf16: 256 x 16, 53 us against 65 for 512 x 8; 16384 x 8192: 256 x 32, 350
+/// against 550), else 256 x 16 in the fewest blocks (4096 x 32768 fp32: 473 against 692), then 256 x 32,
+/// then 512 x 32. cluster_size 0 when no cluster of up to max_cluster_size blocks holds the row.
+constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t cols, DType dtype, int max_cluster_size,
+                                                                bool saved_statistics = false) noexcept {
   const int vector_width = 16 / dtype_bytes(dtype);
   const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
+  if (saved_statistics && limit >= 1) {
+    for (const int e : backward_cluster_elems)
+      if (e % vector_width == 0 && cols <= std::int64_t{256} * e) return {256, e, 1};
+    for (const int per_thread : {16, 32}) {
+      for (int c = 2; c <= limit; ++c)
+        if (detail::backward::cluster_chunk(cols, c) <= std::int64_t{256} * per_thread) return {256, per_thread, c};
+    }
+  }
   for (const int per_thread : {8, 16, 32}) {
     for (int c = 1; c <= limit; ++c) {
       const std::int64_t chunk = detail::backward::cluster_chunk(cols, c);
@@ -98,7 +111,8 @@ constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t col
 /// negative_size, size_overflow, unsupported_device (max_cluster_size < 1: no clusters) or not_admissible
 /// (the row is longer than a cluster holds); *out is untouched on failure.
 inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows, std::int64_t cols, DType dtype,
-                                        const BackwardClusterConfig* preferred, BackwardClusterPlan* out) noexcept {
+                                        const BackwardClusterConfig* preferred, BackwardClusterPlan* out,
+                                        bool saved_statistics = false) noexcept {
   if (out == nullptr) return Status::null_pointer;
   if (rows < 0 || cols < 0) return Status::negative_size;
   if (rows > 0 && cols > INT64_MAX / dtype_bytes(dtype) / rows) return Status::size_overflow;
@@ -110,7 +124,7 @@ inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows,
     return Status::success;
   }
   if (max_cluster_size < 1) return Status::unsupported_device;
-  BackwardClusterConfig c = default_backward_cluster_config(cols, dtype, max_cluster_size);
+  BackwardClusterConfig c = default_backward_cluster_config(cols, dtype, max_cluster_size, saved_statistics);
   if (preferred != nullptr && backward_cluster_config_fits(*preferred, cols, dtype, max_cluster_size)) c = *preferred;
   if (c.cluster_size == 0) return Status::not_admissible;
   plan.config = c;
@@ -122,13 +136,18 @@ inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows,
   return Status::success;
 }
 
-/// automatic's rule between the backward's strategies, before any refusal: cluster_row holds the row
-/// in registers, but with three 16-bit arrays per thread it ran up to 1.5x slower than two_pass on
-/// the H200 once a call had many long rows (4096 x 32768 bf16: 664 against 439 us; 16384 x 8192: 544
-/// against 482), while it won on 4096 x 4096 and 64 x 131072 (bench/NOTES.md). So: two_pass for 16-bit
-/// problems of 2^25 elements or more, else cluster_row where a cluster holds the row.
-constexpr bool backward_automatic_prefers_two_pass(std::int64_t rows, std::int64_t cols, DType dtype) noexcept {
-  return dtype != DType::fp32 && rows > 0 && cols >= (std::int64_t{1} << 25) / rows;
+/// automatic's rule between the backward's strategies, before any refusal. Reading y: cluster_row holds the
+/// row in registers, but with three 16-bit arrays per thread it ran up to 1.5x slower than two_pass on the
+/// H200 once a call had many long rows (4096 x 32768 bf16: 664 against 439 us; 16384 x 8192: 544 against
+/// 482), while it won on 4096 x 4096 and 64 x 131072 (bench/NOTES.md). So: two_pass for 16-bit problems of
+/// 2^25 elements or more. With saved statistics, the backward pilot's cluster_row won on every fp32 shape and
+/// on 16-bit rows up to 8192 (16384 x 8192 bf16: 350 against 413 us) and lost on 16-bit rows of 32768 and more
+/// (4096 x 32768 bf16: 482 against 339; 64 x 131072: 48 against 39). So: two_pass for 16-bit rows of 32768
+/// elements or more. Elsewhere cluster_row where a cluster holds the row.
+constexpr bool backward_automatic_prefers_two_pass(std::int64_t rows, std::int64_t cols, DType dtype,
+                                                   bool saved_statistics = false) noexcept {
+  if (dtype == DType::fp32 || rows <= 0) return false;
+  return saved_statistics ? cols >= 32768 : cols >= (std::int64_t{1} << 25) / rows;
 }
 
 }  // namespace rss

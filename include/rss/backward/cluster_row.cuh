@@ -208,7 +208,8 @@ Status make_plan(const T* x, const T* y, const T* dy, const T* dx, const Backwar
   int max_cluster = 0;
   RSS_TRY(current_max_cluster_size(&max_cluster));
   Plan p;
-  RSS_TRY(plan_backward_cluster_row(max_cluster, l.rows, l.cols, StorageTraits<T>::dtype, preferred, &p.geometry));
+  RSS_TRY(plan_backward_cluster_row(max_cluster, l.rows, l.cols, StorageTraits<T>::dtype, preferred, &p.geometry,
+                                    y == nullptr));
   if (p.geometry.grid_blocks > 0) {
     const BackwardClusterConfig& c = p.geometry.config;
     p.saved = y == nullptr;
