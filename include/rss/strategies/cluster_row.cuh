@@ -42,12 +42,12 @@ enum class Fit {
   exact,    // every block's share is exactly threads * elems_per_thread elements: no tests at all
 };
 
-/// This block's share of one row: x_row[0, n) in, y_row[0, n) out, with the tests `F` requires. The
-/// row's statistics go to *row_stats when it is not null (the caller passes it to one block of the cluster).
+/// This block's share of one row: x_row[0, n) in, y_row[0, n) out, with the tests `F` requires. Returns
+/// the row's statistics (the caller writes them when asked).
 template <Fit F, class T, int Threads, int ElemsPerThread>
-__device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64_t n, std::int64_t cols,
-                                            int cluster_size, ClusterStart& start, SharedState<T, Threads>& shared,
-                                            RowStatistics* row_stats) {
+__device__ __forceinline__ RowStatistics process_row(const T* x_row, T* y_row, std::int64_t n, std::int64_t cols,
+                                                     int cluster_size, ClusterStart& start,
+                                                     SharedState<T, Threads>& shared) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   constexpr int V = ElemsPerThread / W;  // 16-byte vectors per thread
@@ -104,7 +104,6 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
   }
   sum = cub::BlockReduce<float, Threads>(shared.sum_storage).Sum(sum);
   const float total = cluster_all_reduce(sum, shared.sum_slots, cluster_size, start, SumFloat{});
-  if (row_stats != nullptr && t == 0) *row_stats = RowStatistics{scale.max, scale.inv_rms, total};
   const float inv_sum = 1.0f / total;
   const auto out = [&](int u, int e) { return Traits::from_float(exps[u][e] * inv_sum); };
 
@@ -122,12 +121,16 @@ __device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64
         if (valid(u, e)) y_row[index(u, e)] = out(u, e);
     }
   }
+  return {scale.max, scale.inv_rms, total};
 }
 
 /// One row per cluster (looping when the grid has fewer clusters than rows). See cluster_plan.hpp for
 /// which elements block `rank` and thread t hold. Two cluster barriers per row: one publishes the
-/// blocks' statistics, one their sums of exponentials.
-template <class T, int Threads, int ElemsPerThread, Fit F>
+/// blocks' statistics, one their sums of exponentials. WritesStats: the cluster's first block also writes
+/// each row's statistics to stats[row]. Its own instantiation, because the write costs registers in
+/// kernels tuned to a register budget (ptxas: fp32 512 x 32 `vectors` 64 -> 78, one block per SM instead
+/// of two), and a forward without statistics should not pay them.
+template <class T, int Threads, int ElemsPerThread, Fit F, bool WritesStats>
 __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, RowStatistics* stats, Layout l, std::int64_t chunk,
                                                   int cluster_size) {
 #if RSS_CLUSTER_DEVICE_CODE  // rss/sync/cluster_reduce.cuh: sm_90 and later
@@ -138,9 +141,13 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, RowStatistic
   const std::int64_t n = max(min(chunk, l.cols - begin), std::int64_t{0});
   ClusterStart start(cluster_size);
   for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
-    process_row<F, T, Threads, ElemsPerThread>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, l.cols,
-                                               cluster_size, start, shared,
-                                               stats != nullptr && rank == 0 ? stats + row : nullptr);
+    const RowStatistics row_stats = process_row<F, T, Threads, ElemsPerThread>(
+        x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, l.cols, cluster_size, start, shared);
+    if constexpr (WritesStats) {
+      if (rank == 0 && threadIdx.x == 0) stats[row] = row_stats;
+    } else {
+      (void)row_stats;
+    }
   }
 #else
   __trap();  // never launched: the host admits these kernels only on sm_90 machine code
@@ -150,28 +157,33 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, RowStatistic
 template <class T>
 using Kernel = void (*)(const T*, T*, RowStatistics*, Layout, std::int64_t, int);
 
-template <class T, int Threads, int Elems>
+template <class T, int Threads, int Elems, bool WritesStats>
 constexpr Kernel<T> instance(Fit fit) {
   if constexpr (Elems % vector_width<T> == 0) {
     switch (fit) {
-      case Fit::checked: return kernel<T, Threads, Elems, Fit::checked>;
-      case Fit::vectors: return kernel<T, Threads, Elems, Fit::vectors>;
-      case Fit::exact: return kernel<T, Threads, Elems, Fit::exact>;
+      case Fit::checked: return kernel<T, Threads, Elems, Fit::checked, WritesStats>;
+      case Fit::vectors: return kernel<T, Threads, Elems, Fit::vectors, WritesStats>;
+      case Fit::exact: return kernel<T, Threads, Elems, Fit::exact, WritesStats>;
     }
   }
   return nullptr;  // fewer elements than one 16-byte vector of T
 }
 
+template <class T, int Threads, int Elems>
+constexpr Kernel<T> instance(Fit fit, bool writes_stats) {
+  return writes_stats ? instance<T, Threads, Elems, true>(fit) : instance<T, Threads, Elems, false>(fit);
+}
+
 /// The instantiation of a configuration listed in cluster_plan.hpp; null for anything else.
 template <class T>
-Kernel<T> kernel_for(int threads, int elems, Fit fit) {
+Kernel<T> kernel_for(int threads, int elems, Fit fit, bool writes_stats) {
   const auto pick = [&](auto threads_constant) -> Kernel<T> {
     constexpr int Th = decltype(threads_constant)::value;
     switch (elems) {
-      case 4: return instance<T, Th, 4>(fit);
-      case 8: return instance<T, Th, 8>(fit);
-      case 16: return instance<T, Th, 16>(fit);
-      case 32: return instance<T, Th, 32>(fit);
+      case 4: return instance<T, Th, 4>(fit, writes_stats);
+      case 8: return instance<T, Th, 8>(fit, writes_stats);
+      case 16: return instance<T, Th, 16>(fit, writes_stats);
+      case 32: return instance<T, Th, 32>(fit, writes_stats);
       default: return nullptr;
     }
   };
@@ -204,6 +216,7 @@ inline const char* kernel_name(Fit fit) {
 /// The kernel a plan launches for one call's pointers, and its occupancy.
 struct Admitted {
   Fit fit = Fit::checked;
+  bool writes_stats = false;
   int blocks_per_sm = 0;
 };
 
@@ -213,17 +226,18 @@ struct Plan {
   Admitted admitted{};
 };
 
-/// Plans a shape on device d for these pointers and admits the kernel that runs it.
+/// Plans a shape on device d for these pointers (and row statistics or not) and admits the kernel that runs it.
 template <class T>
-Status make_plan(const T* x, const T* y, const Layout& layout, const DeviceInfo& d, const ClusterConfig* preferred,
-                 Plan<T>* out) {
+Status make_plan(const T* x, const T* y, bool writes_stats, const Layout& layout, const DeviceInfo& d,
+                 const ClusterConfig* preferred, Plan<T>* out) {
   ClusterPlan p;
   RSS_TRY(plan_cluster_row(d, layout.rows, layout.cols, dtype_of<T>, preferred, &p));
   Admitted a;
   if (p.grid_blocks > 0) {
     const ClusterConfig& c = p.config;
     a.fit = fit_of(p, x, y, layout);
-    const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, a.fit);
+    a.writes_stats = writes_stats;
+    const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, a.fit, writes_stats);
     if (k == nullptr) return Status::invalid_strategy;
     KernelFacts facts;
     RSS_TRY(kernel_facts(k, d, &facts));
@@ -249,7 +263,7 @@ Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* stats, 
   if (g.grid_blocks == 0) return Status::success;
   const ClusterConfig& c = g.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
-  return launcher(kernel_name(plan.admitted.fit), kernel_for<T>(c.threads, c.elems_per_thread, plan.admitted.fit),
+  return launcher(kernel_name(plan.admitted.fit), kernel_for<T>(c.threads, c.elems_per_thread, plan.admitted.fit, plan.admitted.writes_stats),
                   static_cast<unsigned>(g.grid_blocks), static_cast<unsigned>(c.threads), 0, false,
                   plan.admitted.blocks_per_sm, x, y, stats, layout, g.chunk_elems, c.cluster_size);
 }
@@ -270,7 +284,8 @@ struct ClusterRow : NothingToPrepare {
   }
   template <class T>
   static Status make_plan(const Call<T>& c, const DeviceInfo& d, const Config& config, Plan<T>* plan) noexcept {
-    return cluster_row::make_plan<T>(c.x, c.y, c.layout, d, config.cluster.empty() ? nullptr : &config.cluster, plan);
+    return cluster_row::make_plan<T>(c.x, c.y, c.stats != nullptr, c.layout, d,
+                                     config.cluster.empty() ? nullptr : &config.cluster, plan);
   }
   template <class T>
   static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
