@@ -270,9 +270,11 @@ Status rms_scaled_softmax_backward_saved(BackwardStrategy strategy, const T* x, 
 }
 
 /// The launches a backward call makes for rows x cols of T (contiguous, 16-byte aligned), without
-/// making them: kernel names, grids, blocks, cluster sizes, occupancy. Needs a device (it plans on it).
+/// making them: kernel names, grids, blocks, cluster sizes, occupancy. saved_statistics: the call of
+/// rms_scaled_softmax_backward_saved (its own defaults and automatic rule). Needs a device (it plans on it).
 template <class T>
-Status describe_backward_launches(BackwardStrategy strategy, std::int64_t rows, std::int64_t cols, LaunchList* out) noexcept {
+Status describe_backward_launches(BackwardStrategy strategy, std::int64_t rows, std::int64_t cols, LaunchList* out,
+                                  bool saved_statistics = false) noexcept {
   if (out == nullptr) return Status::null_pointer;
   const BackwardLayout l = BackwardLayout::contiguous(rows, cols);
   RSS_TRY(validate_backward_layout(l, sizeof(T)));
@@ -285,20 +287,23 @@ Status describe_backward_launches(BackwardStrategy strategy, std::int64_t rows, 
   RSS_TRY(detail::backward::current_sm_count(&sm_count));
   // Aligned stand-in pointers: a dry run never dereferences them.
   const auto fake = [](std::uintptr_t i) { return reinterpret_cast<T*>(std::uintptr_t{1} << 40 | i << 36); };
+  const T* y = saved_statistics ? nullptr : fake(1);
+  const auto* stats = saved_statistics ? reinterpret_cast<const RowStatistics*>(fake(5)) : nullptr;
   bool cluster = strategy == BackwardStrategy::cluster_row;
-  if (strategy == BackwardStrategy::automatic && !backward_automatic_prefers_two_pass(l.rows, l.cols, dtype_of<T>)) {
+  if (strategy == BackwardStrategy::automatic &&
+      !backward_automatic_prefers_two_pass(l.rows, l.cols, dtype_of<T>, saved_statistics)) {
     detail::backward::cluster_row::Plan probe;
-    const Status s = detail::backward::cluster_row::make_plan<T>(fake(0), fake(1), fake(2), fake(3), l, nullptr, &probe);
+    const Status s = detail::backward::cluster_row::make_plan<T>(fake(0), y, fake(2), fake(3), l, nullptr, &probe);
     if (!ok(s) && !detail::backward::refused_by_device(s)) return s;
     cluster = ok(s);
   }
   const detail::Launcher dry{nullptr, &list, true};
   if (cluster) {
     detail::backward::cluster_row::Plan plan;
-    RSS_TRY(detail::backward::cluster_row::make_plan<T>(fake(0), fake(1), fake(2), fake(3), l, nullptr, &plan));
-    RSS_TRY(detail::backward::cluster_row::launch<T>(plan, fake(0), fake(1), nullptr, fake(2), fake(3), l, dry));
+    RSS_TRY(detail::backward::cluster_row::make_plan<T>(fake(0), y, fake(2), fake(3), l, nullptr, &plan));
+    RSS_TRY(detail::backward::cluster_row::launch<T>(plan, fake(0), y, stats, fake(2), fake(3), l, dry));
   } else if (strategy == BackwardStrategy::two_pass || strategy == BackwardStrategy::automatic) {
-    RSS_TRY(detail::backward::two_pass::launch<T>(fake(0), fake(1), nullptr, fake(2), fake(3), l, fake(4), sm_count, dry));
+    RSS_TRY(detail::backward::two_pass::launch<T>(fake(0), y, stats, fake(2), fake(3), l, fake(4), sm_count, dry));
   } else {
     return Status::invalid_strategy;
   }

@@ -60,6 +60,31 @@ inline bool overlap(const void* a, std::uint64_t a_bytes, const void* b, std::ui
   return pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
+/// A buffer of a call: its first byte and its extent in bytes.
+struct Extent {
+  const void* p;
+  std::uint64_t bytes;
+};
+
+/// The checks both backward calls share, once their inputs are known: dx overlaps none of `read` (the
+/// inputs other than dy) and overlaps dy only as exactly dy (in place); the workspace, when one is needed,
+/// is present, large and aligned enough, and overlaps nothing.
+inline Status validate_outputs(std::initializer_list<Extent> read, Extent dy, Extent dx, bool in_place,
+                               const void* workspace, std::size_t workspace_bytes, std::size_t required_workspace) noexcept {
+  for (const Extent& r : read)
+    if (overlap(dx.p, dx.bytes, r.p, r.bytes)) return Status::overlapping_buffers;
+  if (!in_place && overlap(dx.p, dx.bytes, dy.p, dy.bytes)) return Status::overlapping_buffers;
+  if (required_workspace == 0) return Status::success;
+  if (workspace == nullptr) return Status::null_pointer;
+  if (workspace_bytes < required_workspace) return Status::workspace_too_small;
+  if (reinterpret_cast<std::uintptr_t>(workspace) % workspace_alignment != 0) return Status::misaligned_workspace;
+  for (const Extent& r : read)
+    if (overlap(workspace, required_workspace, r.p, r.bytes)) return Status::overlapping_buffers;
+  if (overlap(workspace, required_workspace, dy.p, dy.bytes) || overlap(workspace, required_workspace, dx.p, dx.bytes))
+    return Status::overlapping_buffers;
+  return Status::success;
+}
+
 }  // namespace detail::backward
 
 /// Sizes, leading dimensions (at least cols) and every matrix's extent fitting 64-bit byte arithmetic.
@@ -85,28 +110,16 @@ inline Status validate_backward_layout(const BackwardLayout& l, std::size_t elem
 inline Status validate_backward_call(const void* x, const void* y, const void* dy, const void* dx, const BackwardLayout& l,
                                      std::size_t element_bytes, const void* workspace, std::size_t workspace_bytes,
                                      std::size_t required_workspace) noexcept {
-  using detail::backward::extent_bytes;
-  using detail::backward::overlap;
+  using namespace detail::backward;
   if (const Status s = validate_backward_layout(l, element_bytes); !ok(s)) return s;
   if (l.empty()) return Status::success;
   if (x == nullptr || y == nullptr || dy == nullptr || dx == nullptr) return Status::null_pointer;
-  const std::uint64_t xb = extent_bytes(l.rows, l.cols, l.ld_x, element_bytes);
-  const std::uint64_t yb = extent_bytes(l.rows, l.cols, l.ld_y, element_bytes);
-  const std::uint64_t gb = extent_bytes(l.rows, l.cols, l.ld_dy, element_bytes);
-  const std::uint64_t db = extent_bytes(l.rows, l.cols, l.ld_dx, element_bytes);
-  if (overlap(dx, db, x, xb) || overlap(dx, db, y, yb)) return Status::overlapping_buffers;
-  const bool in_place = dx == dy && l.ld_dx == l.ld_dy;
-  if (!in_place && overlap(dx, db, dy, gb)) return Status::overlapping_buffers;
-  if (required_workspace > 0) {
-    if (workspace == nullptr) return Status::null_pointer;
-    if (workspace_bytes < required_workspace) return Status::workspace_too_small;
-    if (reinterpret_cast<std::uintptr_t>(workspace) % workspace_alignment != 0) return Status::misaligned_workspace;
-    if (overlap(workspace, required_workspace, x, xb) || overlap(workspace, required_workspace, y, yb) ||
-        overlap(workspace, required_workspace, dy, gb) || overlap(workspace, required_workspace, dx, db)) {
-      return Status::overlapping_buffers;
-    }
-  }
-  return Status::success;
+  const Extent xe{x, extent_bytes(l.rows, l.cols, l.ld_x, element_bytes)};
+  const Extent ye{y, extent_bytes(l.rows, l.cols, l.ld_y, element_bytes)};
+  const Extent dye{dy, extent_bytes(l.rows, l.cols, l.ld_dy, element_bytes)};
+  const Extent dxe{dx, extent_bytes(l.rows, l.cols, l.ld_dx, element_bytes)};
+  return validate_outputs({xe, ye}, dye, dxe, dx == dy && l.ld_dx == l.ld_dy, workspace, workspace_bytes,
+                          required_workspace);
 }
 
 /// The same check for a backward call that recomputes y from saved per-row statistics (`stats`, rows x
@@ -115,30 +128,18 @@ inline Status validate_backward_saved_call(const void* x, const void* stats, std
                                            const void* dy, const void* dx, BackwardLayout l, std::size_t element_bytes,
                                            const void* workspace, std::size_t workspace_bytes,
                                            std::size_t required_workspace) noexcept {
-  using detail::backward::extent_bytes;
-  using detail::backward::overlap;
+  using namespace detail::backward;
   l.ld_y = l.cols;  // no y matrix
   if (const Status s = validate_backward_layout(l, element_bytes); !ok(s)) return s;
   if (l.empty()) return Status::success;
   if (x == nullptr || stats == nullptr || dy == nullptr || dx == nullptr) return Status::null_pointer;
   if (reinterpret_cast<std::uintptr_t>(stats) % alignof(RowStatistics) != 0) return Status::misaligned_statistics;
-  const std::uint64_t xb = extent_bytes(l.rows, l.cols, l.ld_x, element_bytes);
-  const std::uint64_t sb = static_cast<std::uint64_t>(l.rows) * stats_bytes_per_row;
-  const std::uint64_t gb = extent_bytes(l.rows, l.cols, l.ld_dy, element_bytes);
-  const std::uint64_t db = extent_bytes(l.rows, l.cols, l.ld_dx, element_bytes);
-  if (overlap(dx, db, x, xb) || overlap(dx, db, stats, sb)) return Status::overlapping_buffers;
-  const bool in_place = dx == dy && l.ld_dx == l.ld_dy;
-  if (!in_place && overlap(dx, db, dy, gb)) return Status::overlapping_buffers;
-  if (required_workspace > 0) {
-    if (workspace == nullptr) return Status::null_pointer;
-    if (workspace_bytes < required_workspace) return Status::workspace_too_small;
-    if (reinterpret_cast<std::uintptr_t>(workspace) % workspace_alignment != 0) return Status::misaligned_workspace;
-    if (overlap(workspace, required_workspace, x, xb) || overlap(workspace, required_workspace, stats, sb) ||
-        overlap(workspace, required_workspace, dy, gb) || overlap(workspace, required_workspace, dx, db)) {
-      return Status::overlapping_buffers;
-    }
-  }
-  return Status::success;
+  const Extent xe{x, extent_bytes(l.rows, l.cols, l.ld_x, element_bytes)};
+  const Extent se{stats, static_cast<std::uint64_t>(l.rows) * stats_bytes_per_row};
+  const Extent dye{dy, extent_bytes(l.rows, l.cols, l.ld_dy, element_bytes)};
+  const Extent dxe{dx, extent_bytes(l.rows, l.cols, l.ld_dx, element_bytes)};
+  return validate_outputs({xe, se}, dye, dxe, dx == dy && l.ld_dx == l.ld_dy, workspace, workspace_bytes,
+                          required_workspace);
 }
 
 }  // namespace rss

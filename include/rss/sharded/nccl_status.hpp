@@ -28,7 +28,10 @@ namespace detail {
 inline Status from_nccl(ncclResult_t r) noexcept {
   if (r == ncclSuccess) return Status::success;
   last_nccl_error_slot() = r;
-  if (r == ncclUnhandledCudaError) (void)from_cuda(cudaGetLastError() != cudaSuccess ? cudaGetLastError() : cudaErrorUnknown);
+  if (r == ncclUnhandledCudaError) {  // keep the CUDA error for rss::last_cuda_error() (reading it clears it)
+    const cudaError_t cuda = cudaGetLastError();
+    (void)from_cuda(cuda != cudaSuccess ? cuda : cudaErrorUnknown);
+  }
   return Status::cuda_error;
 }
 
