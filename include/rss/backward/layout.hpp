@@ -9,6 +9,7 @@
 #include "rss/workspace.hpp"
 #include "rss/status.hpp"
 #include "rss/types.hpp"
+#include "rss/validate.hpp"
 
 namespace rss {
 
@@ -55,10 +56,7 @@ inline std::uint64_t extent_bytes(std::int64_t rows, std::int64_t cols, std::int
          element_bytes;
 }
 
-inline bool overlap(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t b_bytes) noexcept {
-  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return pa < pb + b_bytes && pb < pa + a_bytes;
-}
+using rss::detail::ranges_overlap;  // rss/validate.hpp: the forward's test, the same for every call
 
 /// A buffer of a call: its first byte and its extent in bytes.
 struct Extent {
@@ -72,16 +70,16 @@ struct Extent {
 inline Status validate_outputs(std::initializer_list<Extent> read, Extent dy, Extent dx, bool in_place,
                                const void* workspace, std::size_t workspace_bytes, std::size_t required_workspace) noexcept {
   for (const Extent& r : read)
-    if (overlap(dx.p, dx.bytes, r.p, r.bytes)) return Status::overlapping_buffers;
-  if (!in_place && overlap(dx.p, dx.bytes, dy.p, dy.bytes)) return Status::overlapping_buffers;
+    if (ranges_overlap(dx.p, dx.bytes, r.p, r.bytes)) return Status::overlapping_buffers;
+  if (!in_place && ranges_overlap(dx.p, dx.bytes, dy.p, dy.bytes)) return Status::overlapping_buffers;
   if (required_workspace == 0) return Status::success;
   if (workspace == nullptr) return Status::null_pointer;
   if (workspace_bytes < required_workspace) return Status::workspace_too_small;
   if (reinterpret_cast<std::uintptr_t>(workspace) % workspace_alignment != 0) return Status::misaligned_workspace;
   for (const Extent& r : read)
-    if (overlap(workspace, required_workspace, r.p, r.bytes)) return Status::overlapping_buffers;
-  if (overlap(workspace, required_workspace, dy.p, dy.bytes) || overlap(workspace, required_workspace, dx.p, dx.bytes))
-    return Status::overlapping_buffers;
+    if (ranges_overlap(workspace, required_workspace, r.p, r.bytes)) return Status::overlapping_buffers;
+  for (const Extent& w : {dy, dx})
+    if (ranges_overlap(workspace, required_workspace, w.p, w.bytes)) return Status::overlapping_buffers;
   return Status::success;
 }
 
