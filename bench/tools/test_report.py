@@ -483,9 +483,18 @@ class TuneTest(unittest.TestCase):
         self.assertIn("entry", lines[0])
         text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
         entry = next(line for line in text.splitlines() if "Strategy::" in line)
-        for part in ("DType::fp32, 4, 4, 8192, 8192", "Strategy::cluster_row", "{256, 32, 1}"):
+        for part in ("DType::fp32, 4, 4, 8192, 8192", "Strategy::cluster_row", "{256, 32, 1, RowResidence::registers}"):
             self.assertIn(part, entry)
         self.assertIn("h200_entry_count = 1;", text)
+
+    def test_a_shared_memory_configuration_keeps_its_residence(self):
+        entries, _ = self.decide({"heuristic": [[100, 101], [100, 102]], "cluster_row:256x64x4s": [[80, 81], [80, 82]]})
+        self.assertEqual([e[3] for e in entries], ["cluster_row:256x64x4s"])
+        text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
+        self.assertIn("{Strategy::cluster_row, {256, 64, 4, RowResidence::shared_memory}}", text)
+        self.assertEqual(tune.parse_variant("cluster_row:512x32x8"), ("cluster_row", (512, 32, 8, False)))
+        with self.assertRaises(tune.TuneError):
+            tune.parse_variant("cluster_row:512x32xs8")
 
     def test_a_win_within_the_margin_or_not_in_every_round_is_not(self):
         entries, _ = self.decide({"heuristic": [[100], [100]], "megakernel_grid": [[98], [98]]})

@@ -86,11 +86,18 @@ def timings(paths, docs=None):
 
 
 def parse_variant(name):
-    """'cluster_row:512x32x8' -> ('cluster_row', (512, 32, 8)); 'megakernel_grid' -> ('megakernel_grid', None)."""
+    """'cluster_row:512x32x8' -> ('cluster_row', (512, 32, 8, False)); a trailing 's' (row kept in shared
+    memory) gives True; 'megakernel_grid' -> ('megakernel_grid', None)."""
     strategy, _, config = name.partition(":")
     if strategy not in STRATEGIES:
         raise TuneError(f"unknown variant {name!r} (known: {', '.join(STRATEGIES)})")
-    return strategy, tuple(int(v) for v in config.split("x")) if config else None
+    if not config:
+        return strategy, None
+    shared = config.endswith("s")
+    try:
+        return strategy, tuple(int(v) for v in config.removesuffix("s").split("x")) + (shared,)
+    except ValueError:
+        raise TuneError(f"bad configuration in variant {name!r} (want THREADSxELEMSxCLUSTER, optionally ending in s)")
 
 
 def decide(table, margin):
@@ -130,7 +137,10 @@ def header(entries, device, name, sources):
         out.append(f"inline constexpr TuningEntry {name}_entries_storage[] = {{")
         for rows, cols, dtype, variant, best, auto in entries:
             strategy, config = parse_variant(variant)
-            cfg = "{%d, %d, %d}" % config if config else "{}"
+            cfg = "{}"
+            if config:
+                residence = "shared_memory" if config[3] else "registers"
+                cfg = "{%d, %d, %d, RowResidence::%s}" % (config[:3] + (residence,))
             out.append(f"    {{{DTYPE_ENUM[dtype]}, {rows}, {rows}, {cols}, {cols}, {{Strategy::{strategy}, {cfg}}}}},"
                        f"  // {best:.2f} us vs {auto:.2f}")
         out += ["};", f"inline constexpr const TuningEntry* {name}_entries = {name}_entries_storage;",

@@ -14,7 +14,7 @@ enum class Strategy : int {
   megakernel_grid,  // one cooperative launch per batch, grid-wide barrier, exps retained
   megakernel_row,   // one cooperative launch per batch, row-scoped barrier, exps retained
   block_row,        // one block per row, row retained in shared memory, one ordinary launch
-  cluster_row,      // one thread-block cluster per row, row retained in registers, one launch
+  cluster_row,      // one thread-block cluster per row, row retained on chip (registers or shared memory), one launch
   automatic,        // picks one of the above per shape and device (rss/tuning/auto_select.hpp)
 };
 
@@ -48,14 +48,23 @@ inline bool strategy_from_name(const char* name, Strategy* out) noexcept {
   return false;
 }
 
+/// Where cluster_row keeps a block's share of the row between reading x and writing y.
+enum class RowResidence : int {
+  registers,      // fp32 in each thread's registers: x is converted once, the exponentials stay there
+  shared_memory,  // as stored, in the block's shared memory, loaded by the copy engine: few registers per
+                  // thread, so more blocks share an SM (16-bit rows take half the bytes of fp32 registers)
+};
+
 /// A kernel configuration of cluster_row (rss/planner/cluster_plan.hpp lists the instantiated ones).
 struct ClusterConfig {
   int threads = 0;           // threads per block
-  int elems_per_thread = 0;  // row elements each thread keeps in registers
+  int elems_per_thread = 0;  // row elements each thread keeps (at most)
   int cluster_size = 0;      // blocks per cluster, one cluster per row
+  RowResidence residence = RowResidence::registers;
 
   friend constexpr bool operator==(const ClusterConfig& a, const ClusterConfig& b) noexcept {
-    return a.threads == b.threads && a.elems_per_thread == b.elems_per_thread && a.cluster_size == b.cluster_size;
+    return a.threads == b.threads && a.elems_per_thread == b.elems_per_thread && a.cluster_size == b.cluster_size &&
+           a.residence == b.residence;
   }
   constexpr bool empty() const noexcept { return cluster_size == 0; }
 };

@@ -2,6 +2,7 @@
 // every strategy and automatic; rss::Operator with automatic; every cluster_row configuration.
 #include <catch2/catch.hpp>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cmath>
 #include <cstdint>
@@ -111,7 +112,8 @@ std::vector<unsigned char> bytes_of(const rss_test::DeviceBuffer& b) {
 
 /// (a) strided x and y: the result matches the reference and y's padding is untouched.
 template <class T>
-void check_strided(Strategy strategy, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+void check_strided(const rss::Config& config, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  const Strategy strategy = config.strategy;
   constexpr std::int64_t tail = 16;
   const Strided<T> p(Layout{rows, cols, cols + 3, cols + 5}, rss_test::fresh_seed());
   INFO(rss::strategy_name(strategy) << " " << type_name<T>() << " " << rows << " x " << cols << " ld_x " << cols + 3
@@ -126,7 +128,7 @@ void check_strided(Strategy strategy, std::int64_t rows, std::int64_t cols, cuda
   if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
 
   Strategy ran = Strategy::automatic;
-  const Status s = rss::rms_scaled_softmax(strategy, x.get<const T>(), y.get<T>(), p.layout, workspace.get(), bytes,
+  const Status s = rss::rms_scaled_softmax(config, x.get<const T>(), y.get<T>(), p.layout, workspace.get(), bytes,
                                            stream, &ran);
   INFO("status: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
   REQUIRE(s == Status::success);
@@ -150,7 +152,9 @@ void check_strided(Strategy strategy, std::int64_t rows, std::int64_t cols, cuda
 
 /// (b) in place: y == x with the same leading dimension gives the reference, padding untouched.
 template <class T>
-void check_in_place(Strategy strategy, std::int64_t rows, std::int64_t cols, std::int64_t ld, cudaStream_t stream) {
+void check_in_place(const rss::Config& config, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                    cudaStream_t stream) {
+  const Strategy strategy = config.strategy;
   constexpr std::int64_t tail = 16;
   const Strided<T> p(Layout{rows, cols, ld, ld}, rss_test::fresh_seed());
   INFO(rss::strategy_name(strategy) << " " << type_name<T>() << " in place " << rows << " x " << cols << " ld " << ld
@@ -166,7 +170,7 @@ void check_in_place(Strategy strategy, std::int64_t rows, std::int64_t cols, std
   const std::size_t bytes = workspace_for<T>(strategy, rows, cols);
   rss_test::DeviceBuffer workspace(bytes);
   if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
-  const Status s = rss::rms_scaled_softmax(strategy, xy.get<const T>(), xy.get<T>(), p.layout, workspace.get(), bytes,
+  const Status s = rss::rms_scaled_softmax(config, xy.get<const T>(), xy.get<T>(), p.layout, workspace.get(), bytes,
                                            stream);
   INFO("status: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
   REQUIRE(s == Status::success);
@@ -291,6 +295,41 @@ TEST_CASE("strided x and y match the reference and leave y's padding untouched (
   check_layouts_all_strategies<__nv_bfloat16>();
 }
 
+TEST_CASE("cluster_row with rows in shared memory: strided, in place and odd widths in every storage type",
+          "[gpu][api][layout][cluster_row]") {
+  rss::DeviceInfo limits;
+  REQUIRE(rss::current_device_info(&limits) == Status::success);
+  if (limits.max_cluster_size == 0) {
+    WARN("no thread-block clusters on this device: cluster_row is not tested");
+    return;
+  }
+  cudaStream_t stream = nullptr;
+  RSS_TEST_CUDA(cudaStreamCreate(&stream));
+  // Whole aligned vectors (the copy engine loads the share), odd widths and leading dimensions (element by
+  // element), one block and clusters of several, several rows per SM.
+  for (std::int64_t cols : {1001, 4097, 8192, 70001}) {
+    for (const int threads : rss::cluster_row_threads) {
+      rss::ClusterConfig c{threads, 64, 0, rss::RowResidence::shared_memory};
+      while (!rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size) &&
+             c.cluster_size < limits.max_cluster_size) {
+        ++c.cluster_size;
+      }
+      INFO(cols << " columns, " << threads << " threads, cluster of " << c.cluster_size);
+      REQUIRE(rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size));
+      const rss::Config config{Strategy::cluster_row, c};
+      for (std::int64_t rows : {3, 37}) {
+        check_strided<float>(config, rows, cols, stream);
+        check_strided<__nv_bfloat16>(config, rows, cols, stream);
+        check_strided<__half>(config, rows, cols, stream);
+        check_in_place<float>(config, rows, cols, cols, stream);
+        check_in_place<__nv_bfloat16>(config, rows, cols, cols, stream);
+        check_in_place<__half>(config, rows, cols, cols + 8, stream);
+      }
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
 TEST_CASE("overlaps, host memory and short leading dimensions are refused before any launch", "[gpu][api][layout]") {
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
@@ -368,43 +407,53 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
     rss_test::DeviceBuffer x(p.x.size() * sizeof(float)), y(p.x.size() * sizeof(float));
     RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
     int tested = 0;
-    for (int threads : rss::cluster_row_threads) {
-      for (int elems : rss::cluster_row_elems) {
-        for (int cluster_size : {1, 2, 3, 4, 8, 16}) {
-          const rss::ClusterConfig c{threads, elems, cluster_size};
-          if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size)) continue;
-          INFO(rows << " x " << cols << " threads " << threads << " elems " << elems << " cluster " << cluster_size
-                    << " seed " << p.seed);
-          rss::Operator<float> op;
-          const rss::Config config{Strategy::cluster_row, c};
-          const Status init = op.initialize(config, x.get<const float>(), y.get<float>(), p.layout, nullptr, 0);
-          INFO("initialize: " << rss::status_message(init) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
-          REQUIRE(init == Status::success);
-          rss::ClusterPlan plan;
-          REQUIRE(rss::cluster_geometry<float>(config, rows, cols, &plan) == Status::success);
-          CHECK(plan.config == c);
-          CHECK(plan.grid_blocks == rows * cluster_size);
-          rss::LaunchList list;
-          REQUIRE(op.describe(&list) == Status::success);
-          CHECK(list.kernels == 1);
-          CHECK(list.items[0].block == static_cast<unsigned>(threads));
-          CHECK(list.items[0].cluster_size == cluster_size);
-          CHECK(list.items[0].grid == static_cast<unsigned>(rows * cluster_size));
-          const bool exact = cols == static_cast<std::int64_t>(threads) * elems * cluster_size;
-          CHECK(std::string(list.items[0].kernel) ==
-                (exact ? "cluster_row::exact" : cols % 4 == 0 ? "cluster_row::vectors" : "cluster_row"));
-          rss_test::poison(y);
-          const Status s = op.run(stream);
-          INFO("run: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
-          CHECK(s == Status::success);
-          ++tested;
-          if (s != Status::success) continue;  // report every configuration, not only the first failure
-          RSS_TEST_CUDA(cudaStreamSynchronize(stream));
-          RSS_TEST_CUDA(cudaGetLastError());
-          const auto out = download<float>(y, p.x.size());
-          const double error = p.error(out, cols);
-          INFO("max row relative error " << error);
-          CHECK(error <= rss::reference::fp32_tolerance);
+    for (const rss::RowResidence residence : {rss::RowResidence::registers, rss::RowResidence::shared_memory}) {
+      const bool shared = residence == rss::RowResidence::shared_memory;
+      for (int threads : rss::cluster_row_threads) {
+        for (int elems : shared ? rss::cluster_row_shared_elems : rss::cluster_row_elems) {
+          for (int cluster_size : {1, 2, 3, 4, 8, 16}) {
+            const rss::ClusterConfig c{threads, elems, cluster_size, residence};
+            if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size)) continue;
+            INFO(rows << " x " << cols << " threads " << threads << " elems " << elems << " cluster " << cluster_size
+                      << (shared ? " in shared memory" : " in registers") << " seed " << p.seed);
+            rss::Operator<float> op;
+            const rss::Config config{Strategy::cluster_row, c};
+            const Status init = op.initialize(config, x.get<const float>(), y.get<float>(), p.layout, nullptr, 0);
+            INFO("initialize: " << rss::status_message(init) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+            REQUIRE(init == Status::success);
+            rss::ClusterPlan plan;
+            REQUIRE(rss::cluster_geometry<float>(config, rows, cols, &plan) == Status::success);
+            CHECK(plan.config == c);
+            CHECK(plan.grid_blocks == rows * cluster_size);
+            rss::LaunchList list;
+            REQUIRE(op.describe(&list) == Status::success);
+            CHECK(list.kernels == 1);
+            CHECK(list.items[0].block == static_cast<unsigned>(threads));
+            CHECK(list.items[0].cluster_size == cluster_size);
+            CHECK(list.items[0].grid == static_cast<unsigned>(rows * cluster_size));
+            const bool exact = cols == static_cast<std::int64_t>(threads) * elems * cluster_size;
+            if (shared) {
+              CHECK(std::string(list.items[0].kernel) ==
+                    (cols % 4 == 0 ? "cluster_row::shared_vectors" : "cluster_row::shared"));
+              CHECK(list.items[0].shared_bytes == static_cast<std::size_t>(plan.chunk_elems) * sizeof(float));
+            } else {
+              CHECK(std::string(list.items[0].kernel) ==
+                    (exact ? "cluster_row::exact" : cols % 4 == 0 ? "cluster_row::vectors" : "cluster_row"));
+              CHECK(list.items[0].shared_bytes == 0);
+            }
+            rss_test::poison(y);
+            const Status s = op.run(stream);
+            INFO("run: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+            CHECK(s == Status::success);
+            ++tested;
+            if (s != Status::success) continue;  // report every configuration, not only the first failure
+            RSS_TEST_CUDA(cudaStreamSynchronize(stream));
+            RSS_TEST_CUDA(cudaGetLastError());
+            const auto out = download<float>(y, p.x.size());
+            const double error = p.error(out, cols);
+            INFO("max row relative error " << error);
+            CHECK(error <= rss::reference::fp32_tolerance);
+          }
         }
       }
     }

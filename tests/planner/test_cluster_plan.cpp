@@ -1,4 +1,4 @@
-// The cluster_row planner (one thread-block cluster per row, the row held in registers) and the
+// The cluster_row planner (one thread-block cluster per row, the row held in registers or shared memory) and the
 // choice of strategy `automatic` (tuning table first, heuristic otherwise). Pure host code.
 #include <catch2/catch.hpp>
 
@@ -50,6 +50,9 @@ void check_contract(const ClusterPlan& p, std::int64_t rows, std::int64_t cols, 
   CHECK(p.grid_blocks == rows * p.config.cluster_size);
   // No block of the cluster is idle: the last block owns at least one element.
   CHECK(p.chunk_elems * (p.config.cluster_size - 1) < cols);
+  // A share kept in shared memory takes its bytes as stored; one in registers takes none.
+  const bool shared = p.config.residence == rss::RowResidence::shared_memory;
+  CHECK(p.shared_bytes == (shared ? p.chunk_elems * rss::dtype_bytes(dtype) : 0));
 }
 
 }  // namespace
@@ -155,6 +158,29 @@ TEST_CASE("cluster_row uses a preferred configuration only when it fits the row"
   CHECK(rss::cluster_config_fits(four, 4096, DType::fp32, 16));
   CHECK_FALSE(rss::cluster_config_fits(four, 4096, DType::bf16, 16));
   CHECK(plan_for(4096, 4096, DType::bf16, &four).config == plan_for(4096, 4096, DType::bf16).config);
+}
+
+TEST_CASE("cluster_row keeps a row in shared memory when the configuration says so", "[planner][cluster_row]") {
+  constexpr auto shared = rss::RowResidence::shared_memory;
+  const ClusterConfig wide{256, 64, 4, shared};  // 4 x 16384 elements, as stored
+  for (DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
+    CAPTURE(rss::dtype_name(dtype));
+    const ClusterPlan p = plan_for(64, 65536, dtype, &wide);
+    CHECK(p.config == wide);
+    CHECK(p.chunk_elems == 16384);
+    CHECK(p.shared_bytes == 16384 * rss::dtype_bytes(dtype));
+    check_contract(p, 64, 65536, dtype);
+    // The same threads and elements in registers are another configuration, and 64 per thread is not one.
+    CHECK_FALSE(ClusterConfig{256, 64, 4} == wide);
+    CHECK_FALSE(rss::cluster_config_fits(ClusterConfig{256, 64, 4}, 65536, dtype, 16));
+  }
+  // 4 per thread is half a vector of every type once the row is in shared memory: not instantiated.
+  CHECK_FALSE(rss::cluster_config_fits(ClusterConfig{512, 4, 2, shared}, 4096, DType::fp32, 16));
+  CHECK_FALSE(rss::cluster_config_fits(ClusterConfig{512, 8, 1, static_cast<rss::RowResidence>(2)}, 4096,
+                                       DType::fp32, 16));
+  // The default keeps rows in registers.
+  CHECK(plan_for(4096, 4096).config.residence == rss::RowResidence::registers);
+  CHECK(plan_for(4096, 4096).shared_bytes == 0);
 }
 
 TEST_CASE("cluster_row never gives 2-byte types 4 elements per thread", "[planner][cluster_row]") {

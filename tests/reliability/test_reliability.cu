@@ -42,13 +42,15 @@ constexpr std::int64_t canary = 16;  // poisoned elements before and after every
 struct Case {
   Strategy strategy = Strategy::automatic;
   Layout layout;
+  rss::ClusterConfig cluster{};  // cluster_row: the configuration to ask for (empty: the default)
   int x_offset = 0;
   int y_offset = 0;
   bool in_place = false;
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) {
-  os << rss::strategy_name(c.strategy) << " " << c.layout.rows << " x " << c.layout.cols << " ld_x " << c.layout.ld_x
+  os << rss::strategy_name(c.strategy) << (c.cluster.residence == rss::RowResidence::shared_memory ? " (shared memory)" : "")
+     << " " << c.layout.rows << " x " << c.layout.cols << " ld_x " << c.layout.ld_x
      << " ld_y " << c.layout.ld_y << " x+" << c.x_offset << " y+" << c.y_offset;
   return os << (c.in_place ? " in place" : " out of place");
 }
@@ -187,8 +189,8 @@ void check_case(const Case& c, const std::vector<float>& values, cudaStream_t st
   rss_test::DeviceBuffer workspace(bytes);
   if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
   Strategy ran = Strategy::automatic;  // written only by a successful call
-  const Status s = rss::rms_scaled_softmax(c.strategy, static_cast<const T*>(x_device), y_device, l, workspace.get(),
-                                           bytes, stream, &ran);
+  const Status s = rss::rms_scaled_softmax(rss::Config{c.strategy, c.cluster}, static_cast<const T*>(x_device), y_device,
+                                           l, workspace.get(), bytes, stream, &ran);
   INFO("status " << rss::status_message(s) << ", ran " << rss::strategy_name(ran));
   RSS_TEST_CUDA(cudaStreamSynchronize(stream));
 
@@ -228,7 +230,7 @@ void check_case_as(DType dtype, const Case& c, const std::vector<float>& values,
 
 /// A random case: log-uniform cols up to about 160k; rows up to 300 and at most ~400k elements; half
 /// the time padded rows, ld_x and ld_y drawn apart (odd pads misalign rows); element offsets 0..7;
-/// in place about one call in seven. One draw per statement, so that a seed replays on any compiler.
+/// in place about one call in seven; cluster_row's row in shared memory half the time. One draw per statement, so that a seed replays on any compiler.
 Case draw_case(std::mt19937_64& gen, const std::vector<Strategy>& strategies) {
   constexpr std::uint64_t pads = 9;  // a padded leading dimension is cols + 0..8
   Case c;
@@ -247,6 +249,13 @@ Case draw_case(std::mt19937_64& gen, const std::vector<Strategy>& strategies) {
   if (c.in_place) {
     c.layout.ld_y = c.layout.ld_x;
     c.y_offset = c.x_offset;
+  }
+  // cluster_row keeps the row in shared memory half the time (clusters of 8 blocks: short rows leave some
+  // blocks without elements).
+  const bool shared = gen() % 2 == 0;
+  const int threads = gen() % 2 == 0 ? 256 : 512;
+  if (c.strategy == Strategy::cluster_row && shared) {
+    c.cluster = rss::ClusterConfig{threads, 64, 8, rss::RowResidence::shared_memory};
   }
   return c;
 }
@@ -375,6 +384,13 @@ TEST_CASE("non-finite and extreme inputs follow the reference's IEEE behaviour",
   for (Strategy strategy : rss::all_strategies) {
     INFO(rss::strategy_name(strategy));
     check_case<float>(contiguous_case(strategy, rows, cols, 0, 0), values, stream);
+  }
+  // cluster_row with the row in shared memory: the copy engine's loads (aligned) and element loads (not).
+  for (int offset : {0, 1}) {
+    Case c = contiguous_case(Strategy::cluster_row, rows, cols, offset, offset);
+    c.cluster = rss::ClusterConfig{256, 16, 2, rss::RowResidence::shared_memory};
+    check_case<float>(c, values, stream);
+    check_case<__nv_bfloat16>(c, values, stream);
   }
   cudaStreamDestroy(stream);
 }

@@ -24,10 +24,14 @@ struct NamedConfig {
   rss::Config config;
 };
 
-/// Every concrete strategy, then the megakernel's two controls.
+/// Every concrete strategy, cluster_row with the row in shared memory, then the megakernel's two controls.
 inline std::vector<NamedConfig> strategies_and_controls() {
   std::vector<NamedConfig> v;
   for (rss::Strategy s : rss::all_strategies) v.push_back({rss::strategy_name(s), s});
+  // Clusters of 8 blocks for every row the configuration holds (up to 262144 elements): short rows leave
+  // blocks without elements, which the kernel must handle too. Longer rows get the default, which refuses.
+  v.push_back({"cluster_row_shared",
+               {rss::Strategy::cluster_row, rss::ClusterConfig{512, 64, 8, rss::RowResidence::shared_memory}}});
   v.push_back({"control_no_retention", {rss::Strategy::megakernel_grid, {}, rss::MegakernelControl::no_retention}});
   v.push_back({"control_ordinary_launch",
                {rss::Strategy::megakernel_grid, {}, rss::MegakernelControl::ordinary_launch}});

@@ -22,10 +22,12 @@ struct KernelFacts {
 struct OccupancyKey {
   const void* kernel;
   int device;
-  int threads;         // 0: the KernelFacts entry
+  int threads;           // 0: the KernelFacts entry
   std::size_t dynamic;
+  int cluster_size = 0;  // > 0: the active_clusters entry
   bool operator==(const OccupancyKey& o) const noexcept {
-    return kernel == o.kernel && device == o.device && threads == o.threads && dynamic == o.dynamic;
+    return kernel == o.kernel && device == o.device && threads == o.threads && dynamic == o.dynamic &&
+           cluster_size == o.cluster_size;
   }
 };
 
@@ -60,7 +62,8 @@ class OccupancyCache {
   static constexpr std::size_t capacity = 4096;
   static std::size_t hash(const OccupancyKey& k) noexcept {
     std::size_t h = reinterpret_cast<std::size_t>(k.kernel) * 0x9E3779B97F4A7C15ull;
-    h ^= (static_cast<std::size_t>(k.device) << 40) ^ (static_cast<std::size_t>(k.threads) << 20) ^ k.dynamic;
+    h ^= (static_cast<std::size_t>(k.device) << 40) ^ (static_cast<std::size_t>(k.threads) << 20) ^ k.dynamic ^
+         (static_cast<std::size_t>(k.cluster_size) << 56);
     h *= 0xBF58476D1CE4E5B9ull;
     return (h >> 17) % capacity;
   }
@@ -109,17 +112,18 @@ Status blocks_per_sm(Kernel kernel, const DeviceInfo& d, int threads, std::size_
   return Status::success;
 }
 
-/// Clusters of `cluster_size` blocks of `kernel` (threads per block, no dynamic shared memory) that
-/// device d can hold at once (cudaOccupancyMaxActiveClusters); 0: not even one.
+/// Clusters of `cluster_size` blocks of `kernel` (threads per block, dynamic shared bytes per block) that
+/// device d can hold at once (cudaOccupancyMaxActiveClusters); 0: not even one. Call kernel_facts first
+/// when `dynamic` may pass 48 KB.
 template <class Kernel>
-Status active_clusters(Kernel kernel, const DeviceInfo& d, int threads, int cluster_size, int* out) noexcept {
-  // Keyed apart from blocks_per_sm by a negative thread count.
-  const OccupancyKey key{reinterpret_cast<const void*>(kernel), d.ordinal, -threads,
-                         static_cast<std::size_t>(cluster_size)};
+Status active_clusters(Kernel kernel, const DeviceInfo& d, int threads, int cluster_size, std::size_t dynamic,
+                       int* out) noexcept {
+  const OccupancyKey key{reinterpret_cast<const void*>(kernel), d.ordinal, threads, dynamic, cluster_size};
   if (OccupancyCache::instance().find(key, nullptr, out)) return Status::success;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(cluster_size));
   config.blockDim = dim3(static_cast<unsigned>(threads));
+  config.dynamicSmemBytes = dynamic;
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeClusterDimension;
   attribute.val.clusterDim.x = static_cast<unsigned>(cluster_size);

@@ -1,12 +1,13 @@
 #pragma once
-// Host planner for strategy cluster_row: one thread-block cluster per row, the row held in the
-// registers of the cluster's blocks from the statistics to the normalisation, the blocks' partial
-// results combined through distributed shared memory. Pure host C++: no CUDA headers, testable
+// Host planner for strategy cluster_row: one thread-block cluster per row, the row held on chip by the
+// cluster's blocks (in registers or in shared memory) from the statistics to the normalisation, the
+// blocks' partial results combined through distributed shared memory. Pure host C++: no CUDA headers, testable
 // without a GPU.
 //
 // Kernel contract: block r (0 <= r < cluster_size) of a row's cluster owns the elements
 // [r * chunk_elems, min(cols, (r + 1) * chunk_elems)); its thread t holds elems_per_thread of them
-// in registers, as 16-byte vectors spaced `threads` vectors apart. chunk_elems is a multiple of 8
+// in registers, as 16-byte vectors spaced `threads` vectors apart, or the block keeps the share in
+// shared memory (shared_bytes), as stored. chunk_elems is a multiple of 8
 // (a whole number of vectors for every dtype, so each block's share keeps the row's alignment) and
 // at most threads * elems_per_thread. The grid has one cluster per row; rows beyond the largest grid
 // are looped over by the same clusters.
@@ -20,9 +21,11 @@
 namespace rss {
 
 /// The configurations the library instantiates (threads x elems_per_thread; any cluster size up to the
-/// device's limit). elems_per_thread must also hold whole 16-byte vectors: 4 is fp32 only.
+/// device's limit). elems_per_thread must also hold whole 16-byte vectors: 4 is fp32 only. A row kept in
+/// shared memory costs no registers per element, so its blocks may hold more.
 inline constexpr int cluster_row_threads[] = {256, 512};
 inline constexpr int cluster_row_elems[] = {4, 8, 16, 32};
+inline constexpr int cluster_row_shared_elems[] = {8, 16, 32, 64};
 
 struct ClusterPlan {
   std::int64_t rows = 0;
@@ -30,6 +33,8 @@ struct ClusterPlan {
   ClusterConfig config{};
   std::int64_t chunk_elems = 0;  // elements of a row per block
   std::int64_t grid_blocks = 0;  // clusters * cluster_size; 0 when rows == 0 or cols == 0
+  std::int64_t shared_bytes = 0;  // dynamic shared memory per block: the block's share, as stored, when the
+                                  // configuration keeps the row in shared memory; else 0
 };
 
 namespace detail {
@@ -51,7 +56,10 @@ constexpr bool listed(const int* values, int count, int v) noexcept {
 /// Whether `c` is an instantiated configuration that holds a row of `cols` elements of `dtype`.
 constexpr bool cluster_config_fits(const ClusterConfig& c, std::int64_t cols, DType dtype, int max_cluster_size) noexcept {
   const int vector_width = 16 / dtype_bytes(dtype);
-  if (!detail::listed(cluster_row_threads, 2, c.threads) || !detail::listed(cluster_row_elems, 4, c.elems_per_thread)) {
+  const bool shared = c.residence == RowResidence::shared_memory;
+  if (!shared && c.residence != RowResidence::registers) return false;
+  if (!detail::listed(cluster_row_threads, 2, c.threads) ||
+      !detail::listed(shared ? cluster_row_shared_elems : cluster_row_elems, 4, c.elems_per_thread)) {
     return false;
   }
   if (c.elems_per_thread % vector_width != 0) return false;
@@ -104,6 +112,7 @@ inline Status plan_cluster_row(const DeviceInfo& device, std::int64_t rows, std:
   plan.chunk_elems = detail::cluster_chunk(cols, c.cluster_size);
   const std::int64_t max_clusters = detail::kMaxGridBlocks / c.cluster_size;
   plan.grid_blocks = (rows < max_clusters ? rows : max_clusters) * c.cluster_size;
+  if (c.residence == RowResidence::shared_memory) plan.shared_bytes = plan.chunk_elems * dtype_bytes(dtype);
   *out = plan;
   return Status::success;
 }

@@ -334,7 +334,7 @@ Status resident_clusters(const ShardedDeviceConfig& c, Fit fit, std::int64_t* ou
   RSS_TRY(kernel_facts(kernel, d, &facts));
   if (facts.binary_version < 90) return Status::unsupported_device;
   int clusters = 0;
-  RSS_TRY(active_clusters(kernel, d, c.threads, c.cluster_size, &clusters));
+  RSS_TRY(active_clusters(kernel, d, c.threads, c.cluster_size, 0, &clusters));
   *out = clusters;
   return Status::success;
 }

@@ -3,7 +3,9 @@
 // share of the row in registers from the statistics to the normalisation, so x is read once and y
 // written once; the blocks of a cluster combine their partial statistics and sums through
 // distributed shared memory and cluster barriers, never through global memory. A cluster's blocks are
-// co-scheduled by the hardware, so no residency planning beyond "one cluster fits" is needed.
+// co-scheduled by the hardware, so no residency planning beyond "one cluster fits" is needed. A
+// configuration may keep the share in shared memory instead (RowResidence::shared_memory): the copy
+// engine loads it, as stored, and three passes over it replace the registers.
 // Rows longer than a cluster holds (rss/planner/cluster_plan.hpp) belong to the megakernels.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -19,11 +21,11 @@
 #include "rss/phases/tile_io.cuh"
 #include "rss/planner/cluster_plan.hpp"
 #include "rss/strategies/call.cuh"
+#include "rss/sync/bulk_copy.cuh"
 #include "rss/sync/cluster_reduce.cuh"
 
 namespace rss::detail {
 namespace cluster_row {
-
 
 template <class T, int Threads>
 struct SharedState {
@@ -124,6 +126,64 @@ __device__ __forceinline__ RowStatistics process_row(const T* x_row, T* y_row, s
   return {scale.max, scale.inv_rms, total};
 }
 
+/// process_row for a share kept in shared memory: `tile` holds x_row[0, n) as stored. Three passes over
+/// the tile (statistics, sum of exponentials, output), so each exponential is computed twice: the SM's
+/// arithmetic affords that while memory bounds the kernel, and the registers it saves let more blocks,
+/// and so more loads, share an SM.
+template <Fit F, class T, int Threads>
+__device__ __forceinline__ RowStatistics process_shared_row(const T* tile, T* y_row, int n, std::int64_t cols,
+                                                            int cluster_size, ClusterStart& start,
+                                                            SharedState<T, Threads>& shared) {
+  using Traits = StorageTraits<T>;
+  constexpr int W = vector_width<T>;
+  const int t = static_cast<int>(threadIdx.x);
+  const int vectors = n / W;  // whole vectors: all of the share unless F is checked
+  const int tail_index = vectors * W + t;  // at most W - 1 elements past them, one per thread
+  const bool has_tail = F == Fit::checked && tail_index < n;
+  const auto* tile_vectors = reinterpret_cast<const Vector<T>*>(tile);  // the tile is 16-byte aligned
+
+  RowStatsPartial stats = RowStatsPartial::identity();
+#pragma unroll 4
+  for (int i = t; i < vectors; i += Threads) {
+    const Vector<T> v = tile_vectors[i];
+#pragma unroll
+    for (int e = 0; e < W; ++e) stats.add(Traits::to_float(v.v[e]));
+  }
+  if (has_tail) stats.add(Traits::to_float(tile[tail_index]));
+  stats = cub::BlockReduce<RowStatsPartial, Threads>(shared.stats_storage).Reduce(stats, CombineRowStats{});
+  const RowScale scale = make_row_scale(cluster_all_reduce(stats, shared.stats_slots, cluster_size, start, CombineRowStats{}), cols);
+
+  float sum = 0.0f;
+#pragma unroll 4
+  for (int i = t; i < vectors; i += Threads) {
+    const Vector<T> v = tile_vectors[i];
+#pragma unroll
+    for (int e = 0; e < W; ++e) sum += scale.exp_of(Traits::to_float(v.v[e]));
+  }
+  if (has_tail) sum += scale.exp_of(Traits::to_float(tile[tail_index]));
+  sum = cub::BlockReduce<float, Threads>(shared.sum_storage).Sum(sum);
+  const float total = cluster_all_reduce(sum, shared.sum_slots, cluster_size, start, SumFloat{});
+  const float inv_sum = 1.0f / total;
+  const auto out = [&](T x) { return Traits::from_float(scale.exp_of(Traits::to_float(x)) * inv_sum); };
+
+  const bool y_vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(y_row) % 16 == 0;
+#pragma unroll 4
+  for (int i = t; i < vectors; i += Threads) {
+    const Vector<T> v = tile_vectors[i];
+    Vector<T> o;
+#pragma unroll
+    for (int e = 0; e < W; ++e) o.v[e] = out(v.v[e]);
+    if (y_vectors) {
+      store_vector(y_row + i * W, o);
+    } else {
+#pragma unroll
+      for (int e = 0; e < W; ++e) y_row[i * W + e] = o.v[e];
+    }
+  }
+  if (has_tail) y_row[tail_index] = out(tile[tail_index]);
+  return {scale.max, scale.inv_rms, total};
+}
+
 /// One row per cluster (looping when the grid has fewer clusters than rows). See cluster_plan.hpp for
 /// which elements block `rank` and thread t hold. Two cluster barriers per row: one publishes the
 /// blocks' statistics, one their sums of exponentials. WritesStats: the cluster's first block also writes
@@ -154,6 +214,45 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, RowStatistic
 #endif
 }
 
+/// `kernel` for a share kept in shared memory (the launch's dynamic shared memory, chunk elements of T).
+/// F is checked or vectors: the passes test per vector either way, so exact would save nothing.
+template <class T, int Threads, Fit F, bool WritesStats>
+__global__ void __launch_bounds__(Threads) shared_kernel(const T* x, T* y, RowStatistics* stats, Layout l,
+                                                         std::int64_t chunk, int cluster_size) {
+#if RSS_CLUSTER_DEVICE_CODE
+  extern __shared__ float4 cluster_row_share[];  // float4: the bulk copy wants 16-byte alignment
+  T* tile = reinterpret_cast<T*>(cluster_row_share);
+  __shared__ SharedState<T, Threads> shared;
+  __shared__ std::uint64_t tile_loaded;
+  namespace cg = cooperative_groups;
+  const int rank = cluster_size > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
+  const std::int64_t begin = rank * chunk;
+  const int n = static_cast<int>(max(min(chunk, l.cols - begin), std::int64_t{0}));  // chunk fits shared memory
+  BulkTileLoad load(&tile_loaded);
+  ClusterStart start(cluster_size);
+  for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
+    const T* x_row = x + row * l.ld_x + begin;
+    if constexpr (F == Fit::checked) {  // any alignment: element by element
+      for (int i = static_cast<int>(threadIdx.x); i < n; i += Threads) tile[i] = x_row[i];
+      __syncthreads();
+    } else if (n > 0) {  // whole aligned vectors: n * sizeof(T) is a multiple of 16
+      if (threadIdx.x == 0) load.issue(tile, x_row, static_cast<std::uint32_t>(n * sizeof(T)));
+      load.wait();
+    }
+    const RowStatistics row_stats =
+        process_shared_row<F, T, Threads>(tile, y + row * l.ld_y + begin, n, l.cols, cluster_size, start, shared);
+    if constexpr (WritesStats) {
+      if (rank == 0 && threadIdx.x == 0) stats[row] = row_stats;
+    } else {
+      (void)row_stats;
+    }
+    __syncthreads();  // every thread is done with the tile before the next row's load overwrites it
+  }
+#else
+  __trap();  // never launched: the host admits these kernels only on sm_90 machine code
+#endif
+}
+
 template <class T>
 using Kernel = void (*)(const T*, T*, RowStatistics*, Layout, std::int64_t, int);
 
@@ -174,11 +273,22 @@ constexpr Kernel<T> instance(Fit fit, bool writes_stats) {
   return writes_stats ? instance<T, Threads, Elems, true>(fit) : instance<T, Threads, Elems, false>(fit);
 }
 
+template <class T, int Threads>
+constexpr Kernel<T> shared_instance(Fit fit, bool writes_stats) {
+  if (fit == Fit::checked) {
+    return writes_stats ? shared_kernel<T, Threads, Fit::checked, true> : shared_kernel<T, Threads, Fit::checked, false>;
+  }
+  return writes_stats ? shared_kernel<T, Threads, Fit::vectors, true> : shared_kernel<T, Threads, Fit::vectors, false>;
+}
+
 /// The instantiation of a configuration listed in cluster_plan.hpp; null for anything else.
 template <class T>
-Kernel<T> kernel_for(int threads, int elems, Fit fit, bool writes_stats) {
+Kernel<T> kernel_for(const ClusterConfig& c, Fit fit, bool writes_stats) {
+  const int elems = c.elems_per_thread;
+  const bool shared = c.residence == RowResidence::shared_memory;
   const auto pick = [&](auto threads_constant) -> Kernel<T> {
     constexpr int Th = decltype(threads_constant)::value;
+    if (shared) return shared_instance<T, Th>(fit, writes_stats);
     switch (elems) {
       case 4: return instance<T, Th, 4>(fit, writes_stats);
       case 8: return instance<T, Th, 8>(fit, writes_stats);
@@ -187,8 +297,8 @@ Kernel<T> kernel_for(int threads, int elems, Fit fit, bool writes_stats) {
       default: return nullptr;
     }
   };
-  if (threads == 256) return pick(std::integral_constant<int, 256>{});
-  if (threads == 512) return pick(std::integral_constant<int, 512>{});
+  if (c.threads == 256) return pick(std::integral_constant<int, 256>{});
+  if (c.threads == 512) return pick(std::integral_constant<int, 512>{});
   return nullptr;
 }
 
@@ -205,7 +315,8 @@ Fit fit_of(const ClusterPlan& plan, const T* x, const T* y, const Layout& l) {
   return plan.chunk_elems == share && l.cols == share * c.cluster_size ? Fit::exact : Fit::vectors;
 }
 
-inline const char* kernel_name(Fit fit) {
+inline const char* kernel_name(Fit fit, RowResidence residence) {
+  if (residence == RowResidence::shared_memory) return fit == Fit::checked ? "cluster_row::shared" : "cluster_row::shared_vectors";
   switch (fit) {
     case Fit::exact: return "cluster_row::exact";
     case Fit::vectors: return "cluster_row::vectors";
@@ -237,16 +348,18 @@ Status make_plan(const T* x, const T* y, bool writes_stats, const Layout& layout
     const ClusterConfig& c = p.config;
     a.fit = fit_of(p, x, y, layout);
     a.writes_stats = writes_stats;
-    const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, a.fit, writes_stats);
+    const Kernel<T> k = kernel_for<T>(c, a.fit, writes_stats);
     if (k == nullptr) return Status::invalid_strategy;
     KernelFacts facts;
     RSS_TRY(kernel_facts(k, d, &facts));
     if (facts.binary_version < 90) return Status::unsupported_device;  // the build has no sm_90 code for it
-    RSS_TRY(blocks_per_sm(k, d, c.threads, 0, &a.blocks_per_sm));
+    const auto dynamic = static_cast<std::size_t>(p.shared_bytes);
+    if (dynamic > facts.max_dynamic) return Status::not_admissible;
+    RSS_TRY(blocks_per_sm(k, d, c.threads, dynamic, &a.blocks_per_sm));
     if (a.blocks_per_sm == 0) return Status::not_admissible;
     if (c.cluster_size > 1) {  // the driver must be able to place one cluster
       int clusters = 0;
-      RSS_TRY(active_clusters(k, d, c.threads, c.cluster_size, &clusters));
+      RSS_TRY(active_clusters(k, d, c.threads, c.cluster_size, dynamic, &clusters));
       if (clusters == 0) return Status::not_admissible;
     }
   }
@@ -263,8 +376,9 @@ Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* stats, 
   if (g.grid_blocks == 0) return Status::success;
   const ClusterConfig& c = g.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
-  return launcher(kernel_name(plan.admitted.fit), kernel_for<T>(c.threads, c.elems_per_thread, plan.admitted.fit, plan.admitted.writes_stats),
-                  static_cast<unsigned>(g.grid_blocks), static_cast<unsigned>(c.threads), 0, false,
+  return launcher(kernel_name(plan.admitted.fit, c.residence), kernel_for<T>(c, plan.admitted.fit, plan.admitted.writes_stats),
+                  static_cast<unsigned>(g.grid_blocks), static_cast<unsigned>(c.threads),
+                  static_cast<std::size_t>(g.shared_bytes), false,
                   plan.admitted.blocks_per_sm, x, y, stats, layout, g.chunk_elems, c.cluster_size);
 }
 
