@@ -9,8 +9,9 @@ round: its slowest round median is below the heuristic's fastest. Elsewhere the 
 the winner, or one within the noise, and the shape gets no entry. An entry covers exactly
 the measured shape: the heuristic (include/rss/tuning/auto_select.hpp) decides every other shape.
 
-Tables are generated, never edited by hand:
-    python3 bench/tools/tune.py bench/results/pilot/h200_pilot.json --device "NVIDIA H200" \
+Tables are generated, never edited by hand, from every committed pilot file of the device (each file's
+rounds stay rounds of their own):
+    python3 bench/tools/tune.py bench/results/pilot/h200_pilot*.json --device "NVIDIA H200" \
         --name h200 --out include/rss/tuning/h200_table.hpp
 
 The per-shape decisions go to stderr; the header goes to --out, or to stdout without it. --device must

@@ -333,8 +333,8 @@ TEST_CASE("shipped tuning tables are found by compute capability, SM count and m
     const rss::AutoChoice c = rss::automatic_choice(d, shape.first, shape.second, DType::fp32);
     CHECK(c.config.strategy != Strategy::automatic);
   }
-  // The H200 pilot's entries (bench/results/pilot/h200_pilot.json) answer for their shapes.
+  // The H200 pilots' entries (bench/results/pilot/h200_pilot*.json) answer for their shapes.
   const rss::AutoChoice tuned = rss::automatic_choice(d, 16384, 8192, DType::fp32);
   CHECK(tuned.from_table);
-  CHECK(tuned.config.cluster == rss::ClusterConfig{256, 32, 1});
+  CHECK(tuned.config.cluster == rss::ClusterConfig{512, 32, 1, rss::RowResidence::shared_memory});
 }

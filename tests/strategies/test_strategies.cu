@@ -147,7 +147,7 @@ void check_all_strategies(const std::vector<Shape>& shapes) {
       const rss::Config& strategy = named.config;
       INFO(shape.rows << " x " << shape.cols << " " << rss::dtype_name(rss::dtype_of<T>) << " " << named.name
                       << " seed " << problem.seed);
-      if (strategy.strategy == Strategy::cluster_row && !cluster_row_holds<T>(shape.cols)) {
+      if (strategy.strategy == Strategy::cluster_row && !cluster_row_holds<T>(shape.cols, strategy.cluster)) {
         check_cluster_row_refuses(problem, stream);
         continue;
       }

@@ -38,11 +38,15 @@ inline std::vector<NamedConfig> strategies_and_controls() {
   return v;
 }
 
-/// Whether cluster_row holds a row of `cols` elements of T on the current device.
+/// Whether cluster_row holds a row of `cols` elements of T on the current device, with its default
+/// configuration or with `preferred` (the configuration a call asks for; empty: none).
 template <class T>
-bool cluster_row_holds(std::int64_t cols) {
+bool cluster_row_holds(std::int64_t cols, const rss::ClusterConfig& preferred = {}) {
   rss::DeviceInfo device;
   REQUIRE(rss::current_device_info(&device) == rss::Status::success);
+  if (!preferred.empty() && rss::cluster_config_fits(preferred, cols, rss::dtype_of<T>, device.max_cluster_size)) {
+    return true;
+  }
   return rss::default_cluster_config(cols, rss::dtype_of<T>, device.max_cluster_size).cluster_size > 0;
 }
 

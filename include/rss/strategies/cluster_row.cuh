@@ -335,6 +335,11 @@ template <class T>
 struct Plan {
   ClusterPlan geometry{};
   Admitted admitted{};
+  // The instantiation admitted, launched as is. Every translation unit that includes rss has its own copy
+  // of a template kernel, with its own address and its own attributes: a pointer taken again at launch
+  // (by code the linker may take from another unit) can name a copy whose shared-memory limit was never
+  // raised, and a launch of more than 48 KB then fails (cudaErrorInvalidValue; bench/NOTES.md).
+  Kernel<T> kernel = nullptr;
 };
 
 /// Plans a shape on device d for these pointers (and row statistics or not) and admits the kernel that runs it.
@@ -344,11 +349,12 @@ Status make_plan(const T* x, const T* y, bool writes_stats, const Layout& layout
   ClusterPlan p;
   RSS_TRY(plan_cluster_row(d, layout.rows, layout.cols, dtype_of<T>, preferred, &p));
   Admitted a;
+  Kernel<T> k = nullptr;
   if (p.grid_blocks > 0) {
     const ClusterConfig& c = p.config;
     a.fit = fit_of(p, x, y, layout);
     a.writes_stats = writes_stats;
-    const Kernel<T> k = kernel_for<T>(c, a.fit, writes_stats);
+    k = kernel_for<T>(c, a.fit, writes_stats);
     if (k == nullptr) return Status::invalid_strategy;
     KernelFacts facts;
     RSS_TRY(kernel_facts(k, d, &facts));
@@ -365,6 +371,7 @@ Status make_plan(const T* x, const T* y, bool writes_stats, const Layout& layout
   }
   out->geometry = p;
   out->admitted = a;
+  out->kernel = k;
   return Status::success;
 }
 
@@ -376,9 +383,8 @@ Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* stats, 
   if (g.grid_blocks == 0) return Status::success;
   const ClusterConfig& c = g.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
-  return launcher(kernel_name(plan.admitted.fit, c.residence), kernel_for<T>(c, plan.admitted.fit, plan.admitted.writes_stats),
-                  static_cast<unsigned>(g.grid_blocks), static_cast<unsigned>(c.threads),
-                  static_cast<std::size_t>(g.shared_bytes), false,
+  return launcher(kernel_name(plan.admitted.fit, c.residence), plan.kernel, static_cast<unsigned>(g.grid_blocks),
+                  static_cast<unsigned>(c.threads), static_cast<std::size_t>(g.shared_bytes), false,
                   plan.admitted.blocks_per_sm, x, y, stats, layout, g.chunk_elems, c.cluster_size);
 }
 
