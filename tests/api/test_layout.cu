@@ -269,6 +269,15 @@ void check_refusals(Strategy strategy, cudaStream_t stream) {
   CHECK(bytes_of(y) == y_before);
 }
 
+/// The most blocks per cluster on this device; 0, with a warning, when it has no clusters (cluster_row is then
+/// not tested).
+int cluster_limit() {
+  rss::DeviceInfo limits;
+  REQUIRE(rss::current_device_info(&limits) == Status::success);
+  if (limits.max_cluster_size == 0) WARN("no thread-block clusters on this device: cluster_row is not tested");
+  return limits.max_cluster_size;
+}
+
 template <class T>
 void check_layouts_all_strategies() {
   cudaStream_t stream = nullptr;
@@ -297,12 +306,8 @@ TEST_CASE("strided x and y match the reference and leave y's padding untouched (
 
 TEST_CASE("cluster_row with rows in shared memory: strided, in place and odd widths in every storage type",
           "[gpu][api][layout][cluster_row]") {
-  rss::DeviceInfo limits;
-  REQUIRE(rss::current_device_info(&limits) == Status::success);
-  if (limits.max_cluster_size == 0) {
-    WARN("no thread-block clusters on this device: cluster_row is not tested");
-    return;
-  }
+  const int max_cluster_size = cluster_limit();
+  if (max_cluster_size == 0) return;
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
   // Whole aligned vectors (the copy engine loads the share), odd widths and leading dimensions (element by
@@ -310,12 +315,12 @@ TEST_CASE("cluster_row with rows in shared memory: strided, in place and odd wid
   for (std::int64_t cols : {1001, 4097, 8192, 70001}) {
     for (const int threads : rss::cluster_row_threads) {
       rss::ClusterConfig c{threads, 64, 0, rss::RowResidence::shared_memory};
-      while (!rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size) &&
-             c.cluster_size < limits.max_cluster_size) {
+      while (!rss::cluster_config_fits(c, cols, rss::DType::fp32, max_cluster_size) &&
+             c.cluster_size < max_cluster_size) {
         ++c.cluster_size;
       }
       INFO(cols << " columns, " << threads << " threads, cluster of " << c.cluster_size);
-      REQUIRE(rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size));
+      REQUIRE(rss::cluster_config_fits(c, cols, rss::DType::fp32, max_cluster_size));
       const rss::Config config{Strategy::cluster_row, c};
       for (std::int64_t rows : {3, 37}) {
         check_strided<float>(config, rows, cols, stream);
@@ -391,12 +396,8 @@ TEST_CASE("the automatic operator runs and reports a concrete strategy", "[gpu][
 }
 
 TEST_CASE("cluster_row matches the reference with every configuration that fits", "[gpu][cluster_row]") {
-  rss::DeviceInfo limits;
-  REQUIRE(rss::current_device_info(&limits) == Status::success);
-  if (limits.max_cluster_size == 0) {
-    WARN("no thread-block clusters on this device: cluster_row is not tested");
-    return;
-  }
+  const int max_cluster_size = cluster_limit();
+  if (max_cluster_size == 0) return;
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
   // Exact fits (every block share is threads x elems), whole vectors, and odd widths: each kernel
@@ -413,7 +414,7 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
         for (int elems : shared ? rss::cluster_row_shared_elems : rss::cluster_row_elems) {
           for (int cluster_size : {1, 2, 3, 4, 8, 16}) {
             const rss::ClusterConfig c{threads, elems, cluster_size, residence};
-            if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, limits.max_cluster_size)) continue;
+            if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, max_cluster_size)) continue;
             INFO(rows << " x " << cols << " threads " << threads << " elems " << elems << " cluster " << cluster_size
                       << (shared ? " in shared memory" : " in registers") << " seed " << p.seed);
             rss::Operator<float> op;
