@@ -492,9 +492,18 @@ class TuneTest(unittest.TestCase):
         self.assertEqual([e[3] for e in entries], ["cluster_row:256x64x4s"])
         text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
         self.assertIn("{Strategy::cluster_row, {256, 64, 4, RowResidence::shared_memory}}", text)
-        self.assertEqual(tune.parse_variant("cluster_row:512x32x8"), ("cluster_row", (512, 32, 8, False)))
-        with self.assertRaises(tune.TuneError):
-            tune.parse_variant("cluster_row:512x32xs8")
+        self.assertEqual(tune.parse_variant("cluster_row:512x32x8"), ("cluster_row", (512, 32, 8, "registers")))
+        self.assertEqual(tune.parse_variant("cluster_row:512x64x1s"), ("cluster_row", (512, 64, 1, "shared_memory")))
+        for bad in ("cluster_row:512x32xs8", "cluster_row:512x32x1q", "cluster_row:512x32x1ps"):
+            with self.assertRaises(tune.TuneError):
+                tune.parse_variant(bad)
+
+    def test_a_pipelined_configuration_keeps_its_residence(self):
+        entries, _ = self.decide({"heuristic": [[100, 101], [100, 102]], "cluster_row:512x64x1p": [[80, 81], [80, 82]],
+                                  "cluster_row:512x64x1s": [[85, 86], [85, 86]]})
+        self.assertEqual([e[3] for e in entries], ["cluster_row:512x64x1p"])
+        text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
+        self.assertIn("{Strategy::cluster_row, {512, 64, 1, RowResidence::shared_memory_pipelined}}", text)
 
     def test_a_win_within_the_margin_or_not_in_every_round_is_not(self):
         entries, _ = self.decide({"heuristic": [[100], [100]], "megakernel_grid": [[98], [98]]})

@@ -86,19 +86,26 @@ def timings(paths, docs=None):
     return {shape: {v: Timing(rounds) for v, rounds in by_variant.items()} for shape, by_variant in samples.items()}
 
 
+RESIDENCE_SUFFIXES = {"s": "shared_memory", "p": "shared_memory_pipelined"}
+
+
 def parse_variant(name):
-    """'cluster_row:512x32x8' -> ('cluster_row', (512, 32, 8, False)); a trailing 's' (row kept in shared
-    memory) gives True; 'megakernel_grid' -> ('megakernel_grid', None)."""
+    """'cluster_row:512x32x8' -> ('cluster_row', (512, 32, 8, 'registers')); a trailing 's' (row kept in
+    shared memory) gives 'shared_memory', a trailing 'p' (two tiles, pipelined) 'shared_memory_pipelined';
+    'megakernel_grid' -> ('megakernel_grid', None)."""
     strategy, _, config = name.partition(":")
     if strategy not in STRATEGIES:
         raise TuneError(f"unknown variant {name!r} (known: {', '.join(STRATEGIES)})")
     if not config:
         return strategy, None
-    shared = config.endswith("s")
+    residence = RESIDENCE_SUFFIXES.get(config[-1:], "registers")
+    if residence != "registers":
+        config = config[:-1]
     try:
-        return strategy, tuple(int(v) for v in config.removesuffix("s").split("x")) + (shared,)
+        return strategy, tuple(int(v) for v in config.split("x")) + (residence,)
     except ValueError:
-        raise TuneError(f"bad configuration in variant {name!r} (want THREADSxELEMSxCLUSTER, optionally ending in s)")
+        raise TuneError(f"bad configuration in variant {name!r} "
+                        "(want THREADSxELEMSxCLUSTER, optionally ending in s or p)")
 
 
 def decide(table, margin):
@@ -140,8 +147,7 @@ def header(entries, device, name, sources):
             strategy, config = parse_variant(variant)
             cfg = "{}"
             if config:
-                residence = "shared_memory" if config[3] else "registers"
-                cfg = "{%d, %d, %d, RowResidence::%s}" % (config[:3] + (residence,))
+                cfg = "{%d, %d, %d, RowResidence::%s}" % config
             out.append(f"    {{{DTYPE_ENUM[dtype]}, {rows}, {rows}, {cols}, {cols}, {{Strategy::{strategy}, {cfg}}}}},"
                        f"  // {best:.2f} us vs {auto:.2f}")
         out += ["};", f"inline constexpr const TuningEntry* {name}_entries = {name}_entries_storage;",

@@ -53,6 +53,8 @@ enum class RowResidence : int {
   registers,      // fp32 in each thread's registers: x is converted once, the exponentials stay there
   shared_memory,  // as stored, in the block's shared memory, loaded by the copy engine: few registers per
                   // thread, so more blocks share an SM (16-bit rows take half the bytes of fp32 registers)
+  shared_memory_pipelined,  // shared_memory with two tiles per block: the grid is the clusters that stay
+                            // resident, each loops over rows and loads its next row while it works on this one
 };
 
 /// A kernel configuration of cluster_row (rss/planner/cluster_plan.hpp lists the instantiated ones).

@@ -335,6 +335,44 @@ TEST_CASE("cluster_row with rows in shared memory: strided, in place and odd wid
   cudaStreamDestroy(stream);
 }
 
+TEST_CASE("cluster_row pipelined: blocks looping over many rows, strided, in place and odd widths",
+          "[gpu][api][layout][cluster_row]") {
+  const int max_cluster_size = cluster_limit();
+  if (max_cluster_size == 0) return;
+  cudaStream_t stream = nullptr;
+  RSS_TEST_CUDA(cudaStreamCreate(&stream));
+  // More rows than the resident clusters, so every block loads its next row while it works on one: whole
+  // aligned vectors (copy engine, both tiles in turn) and odd widths (element by element).
+  struct Case {
+    std::int64_t rows, cols;
+    rss::ClusterConfig config;
+  };
+  constexpr auto P = rss::RowResidence::shared_memory_pipelined;
+  for (const Case& k : {Case{3001, 1024, {256, 8, 1, P}}, Case{2500, 4097, {512, 16, 1, P}},
+                        Case{1203, 8192, {256, 16, 2, P}}, Case{777, 32768, {512, 64, 1, P}}}) {
+    if (!rss::cluster_config_fits(k.config, k.cols, rss::DType::bf16, max_cluster_size)) continue;
+    const rss::Config config{Strategy::cluster_row, k.config};
+    rss::ClusterPlan plan;
+    REQUIRE(rss::cluster_geometry<__nv_bfloat16>(config, k.rows, k.cols, &plan) == Status::success);
+    INFO(k.rows << " x " << k.cols << ", " << k.config.threads << " x " << k.config.elems_per_thread << " x "
+                << k.config.cluster_size << " pipelined: grid " << plan.grid_blocks);
+    CHECK(plan.config == k.config);
+    CHECK(plan.grid_blocks < k.rows * k.config.cluster_size);  // the blocks loop
+    CHECK(plan.grid_blocks % k.config.cluster_size == 0);
+    check_strided<__nv_bfloat16>(config, k.rows, k.cols, stream);
+    check_in_place<__nv_bfloat16>(config, k.rows, k.cols, k.cols, stream);
+    // fp32 tiles take twice the bytes: two of 128 KB do not fit an H200 block's 227 KB, and are refused.
+    if (2 * k.cols * static_cast<std::int64_t>(sizeof(float)) / k.config.cluster_size <= 160 * 1024) {
+      check_strided<float>(config, k.rows, k.cols, stream);
+      check_in_place<float>(config, k.rows, k.cols, k.cols + 4, stream);
+    } else {
+      CHECK(rss::cluster_geometry<float>(config, k.rows, k.cols, &plan) == Status::not_admissible);
+    }
+    check_strided<__half>(config, k.rows, k.cols, stream);
+  }
+  cudaStreamDestroy(stream);
+}
+
 TEST_CASE("overlaps, host memory and short leading dimensions are refused before any launch", "[gpu][api][layout]") {
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
@@ -408,15 +446,18 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
     rss_test::DeviceBuffer x(p.x.size() * sizeof(float)), y(p.x.size() * sizeof(float));
     RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
     int tested = 0;
-    for (const rss::RowResidence residence : {rss::RowResidence::registers, rss::RowResidence::shared_memory}) {
-      const bool shared = residence == rss::RowResidence::shared_memory;
+    using R = rss::RowResidence;
+    for (const R residence : {R::registers, R::shared_memory, R::shared_memory_pipelined}) {
+      const bool shared = residence != R::registers;
+      const bool pipelined = residence == R::shared_memory_pipelined;
       for (int threads : rss::cluster_row_threads) {
         for (int elems : shared ? rss::cluster_row_shared_elems : rss::cluster_row_elems) {
           for (int cluster_size : {1, 2, 3, 4, 8, 16}) {
             const rss::ClusterConfig c{threads, elems, cluster_size, residence};
             if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, max_cluster_size)) continue;
             INFO(rows << " x " << cols << " threads " << threads << " elems " << elems << " cluster " << cluster_size
-                      << (shared ? " in shared memory" : " in registers") << " seed " << p.seed);
+                      << (pipelined ? " pipelined" : shared ? " in shared memory" : " in registers") << " seed "
+                      << p.seed);
             rss::Operator<float> op;
             const rss::Config config{Strategy::cluster_row, c};
             const Status init = op.initialize(config, x.get<const float>(), y.get<float>(), p.layout, nullptr, 0);
@@ -434,9 +475,10 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
             CHECK(list.items[0].grid == static_cast<unsigned>(rows * cluster_size));
             const bool exact = cols == static_cast<std::int64_t>(threads) * elems * cluster_size;
             if (shared) {
-              CHECK(std::string(list.items[0].kernel) ==
-                    (cols % 4 == 0 ? "cluster_row::shared_vectors" : "cluster_row::shared"));
-              CHECK(list.items[0].shared_bytes == static_cast<std::size_t>(plan.chunk_elems) * sizeof(float));
+              const std::string kernel = pipelined ? "cluster_row::pipelined" : "cluster_row::shared";
+              CHECK(std::string(list.items[0].kernel) == (cols % 4 == 0 ? kernel + "_vectors" : kernel));
+              CHECK(list.items[0].shared_bytes ==
+                    static_cast<std::size_t>(plan.chunk_elems) * sizeof(float) * (pipelined ? 2 : 1));
             } else {
               CHECK(std::string(list.items[0].kernel) ==
                     (exact ? "cluster_row::exact" : cols % 4 == 0 ? "cluster_row::vectors" : "cluster_row"));

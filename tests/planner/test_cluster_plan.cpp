@@ -50,9 +50,12 @@ void check_contract(const ClusterPlan& p, std::int64_t rows, std::int64_t cols, 
   CHECK(p.grid_blocks == rows * p.config.cluster_size);
   // No block of the cluster is idle: the last block owns at least one element.
   CHECK(p.chunk_elems * (p.config.cluster_size - 1) < cols);
-  // A share kept in shared memory takes its bytes as stored; one in registers takes none.
-  const bool shared = p.config.residence == rss::RowResidence::shared_memory;
-  CHECK(p.shared_bytes == (shared ? p.chunk_elems * rss::dtype_bytes(dtype) : 0));
+  // A share kept in shared memory takes its bytes as stored (a pipelined one two tiles of them); one in
+  // registers takes none.
+  const int tiles = p.config.residence == rss::RowResidence::registers               ? 0
+                    : p.config.residence == rss::RowResidence::shared_memory_pipelined ? 2
+                                                                                       : 1;
+  CHECK(p.shared_bytes == tiles * p.chunk_elems * rss::dtype_bytes(dtype));
 }
 
 }  // namespace
@@ -176,11 +179,30 @@ TEST_CASE("cluster_row keeps a row in shared memory when the configuration says 
   }
   // 4 per thread is half a vector of every type once the row is in shared memory: not instantiated.
   CHECK_FALSE(rss::cluster_config_fits(ClusterConfig{512, 4, 2, shared}, 4096, DType::fp32, 16));
-  CHECK_FALSE(rss::cluster_config_fits(ClusterConfig{512, 8, 1, static_cast<rss::RowResidence>(2)}, 4096,
+  CHECK_FALSE(rss::cluster_config_fits(ClusterConfig{512, 8, 1, static_cast<rss::RowResidence>(3)}, 4096,
                                        DType::fp32, 16));
   // The default keeps rows in registers.
   CHECK(plan_for(4096, 4096).config.residence == rss::RowResidence::registers);
   CHECK(plan_for(4096, 4096).shared_bytes == 0);
+}
+
+TEST_CASE("cluster_row pipelined keeps two tiles of the block's share in shared memory", "[planner][cluster_row]") {
+  constexpr auto pipelined = rss::RowResidence::shared_memory_pipelined;
+  const ClusterConfig c{512, 64, 1, pipelined};  // one block of 32768 elements, as stored, twice
+  for (DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
+    CAPTURE(rss::dtype_name(dtype));
+    const ClusterPlan p = plan_for(4096, 32768, dtype, &c);
+    CHECK(p.config == c);
+    CHECK(p.chunk_elems == 32768);
+    CHECK(p.shared_bytes == 2 * 32768 * rss::dtype_bytes(dtype));
+    // The planner's grid is one cluster per row; the launch caps it to the resident clusters (a runtime
+    // occupancy query: tests/api/test_layout.cu checks it on a GPU).
+    check_contract(p, 4096, 32768, dtype);
+    CHECK_FALSE(c == ClusterConfig{512, 64, 1, rss::RowResidence::shared_memory});
+  }
+  // The same element counts as the one-tile configurations: 4 per thread is not instantiated.
+  CHECK_FALSE(rss::cluster_config_fits(ClusterConfig{512, 4, 2, pipelined}, 4096, DType::fp32, 16));
+  CHECK(rss::cluster_config_fits(ClusterConfig{256, 8, 2, pipelined}, 4096, DType::fp32, 16));
 }
 
 TEST_CASE("cluster_row never gives 2-byte types 4 elements per thread", "[planner][cluster_row]") {

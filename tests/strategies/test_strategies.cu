@@ -185,8 +185,9 @@ TEST_CASE("bf16 and fp16 storage with fp32 arithmetic match the reference", "[gp
 
 // Small enough for compute-sanitizer (tests/run_gpu_checks.sh): several blocks per row, several
 // rows per launch, several launches, odd widths, whole-vector rows (cluster_row's fast path) and a
-// 2-byte type; every strategy in all_strategies.
+// 2-byte type; every strategy in all_strategies. 700 and 600 rows: more than the resident clusters of
+// cluster_row_pipelined, whose blocks then loop over rows with both tiles.
 TEST_CASE("representative shapes for the sanitizers", "[.][sanitize]") {
-  check_all_strategies<float>({{3, 20000}, {200, 1027}, {1, 70001}, {4, 131072}});
-  check_all_strategies<__nv_bfloat16>({{5, 4096}, {2, 1001}});
+  check_all_strategies<float>({{3, 20000}, {200, 1027}, {1, 70001}, {4, 131072}, {700, 1027}});
+  check_all_strategies<__nv_bfloat16>({{5, 4096}, {2, 1001}, {600, 2048}});
 }

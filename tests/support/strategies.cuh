@@ -24,7 +24,8 @@ struct NamedConfig {
   rss::Config config;
 };
 
-/// Every concrete strategy, cluster_row with the row in shared memory, then the megakernel's two controls.
+/// Every concrete strategy, cluster_row with the row in shared memory (one tile, then two), then the
+/// megakernel's two controls.
 inline std::vector<NamedConfig> strategies_and_controls() {
   std::vector<NamedConfig> v;
   for (rss::Strategy s : rss::all_strategies) v.push_back({rss::strategy_name(s), s});
@@ -32,6 +33,10 @@ inline std::vector<NamedConfig> strategies_and_controls() {
   // blocks without elements, which the kernel must handle too. Longer rows get the default, which refuses.
   v.push_back({"cluster_row_shared",
                {rss::Strategy::cluster_row, rss::ClusterConfig{512, 64, 8, rss::RowResidence::shared_memory}}});
+  // Two tiles per block and only the resident clusters launched: shapes with many rows loop (rows up to
+  // 32768 elements; the fp32 ones over 16384 need two 64 KB tiles per block).
+  v.push_back({"cluster_row_pipelined",
+               {rss::Strategy::cluster_row, rss::ClusterConfig{512, 32, 2, rss::RowResidence::shared_memory_pipelined}}});
   v.push_back({"control_no_retention", {rss::Strategy::megakernel_grid, {}, rss::MegakernelControl::no_retention}});
   v.push_back({"control_ordinary_launch",
                {rss::Strategy::megakernel_grid, {}, rss::MegakernelControl::ordinary_launch}});

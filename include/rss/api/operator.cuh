@@ -205,7 +205,6 @@ class Operator {
   }
 
  public:
-
   /// Launches on `stream`, on the device the operator was initialised on (made current for the call
   /// and restored). Asynchronous, never synchronises. `ran` (optional) receives the strategy that
   /// ran: for automatic, the fallback when the device refused the planned launch at run time.

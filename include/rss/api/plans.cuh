@@ -29,14 +29,20 @@ Status megakernel_geometry(const Config& config, std::int64_t rows, std::int64_t
 }
 
 /// The plan cluster_row makes for a rows x cols problem of T on the current device (for aligned,
-/// contiguous rows), with `config.cluster` when it fits the row, else the default configuration.
+/// contiguous rows), with `config.cluster` when it fits the row, else the default configuration; the grid
+/// is the one launched (a pipelined configuration's is capped by the kernel's occupancy).
 template <class T>
 Status cluster_geometry(const Config& config, std::int64_t rows, std::int64_t cols, ClusterPlan* out) noexcept {
   if (out == nullptr) return Status::null_pointer;
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
   DeviceInfo d;
   RSS_TRY(current_device_info(&d));
-  return plan_cluster_row(d, rows, cols, dtype_of<T>, config.cluster.empty() ? nullptr : &config.cluster, out);
+  detail::cluster_row::Plan<T> plan;
+  const Layout layout = Layout::contiguous(rows, cols);
+  RSS_TRY(detail::cluster_row::make_plan<T>(nullptr, nullptr, false, layout, d,
+                                            config.cluster.empty() ? nullptr : &config.cluster, &plan));
+  *out = plan.geometry;
+  return Status::success;
 }
 
 /// Where megakernel_row keeps its row barriers in a workspace sized for the current device: `count`

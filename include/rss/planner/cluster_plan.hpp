@@ -10,7 +10,9 @@
 // shared memory (shared_bytes), as stored. chunk_elems is a multiple of 8
 // (a whole number of vectors for every dtype, so each block's share keeps the row's alignment) and
 // at most threads * elems_per_thread. The grid has one cluster per row; rows beyond the largest grid
-// are looped over by the same clusters.
+// are looped over by the same clusters. A pipelined configuration keeps two tiles per block (tile 1
+// starts chunk_elems after tile 0) and its kernel is launched with only the clusters that stay resident
+// (the launch caps grid_blocks: occupancy is a runtime query), each looping over rows.
 #include <cstdint>
 
 #include "rss/device_info.hpp"
@@ -34,7 +36,8 @@ struct ClusterPlan {
   std::int64_t chunk_elems = 0;  // elements of a row per block
   std::int64_t grid_blocks = 0;  // clusters * cluster_size; 0 when rows == 0 or cols == 0
   std::int64_t shared_bytes = 0;  // dynamic shared memory per block: the block's share, as stored, when the
-                                  // configuration keeps the row in shared memory; else 0
+                                  // configuration keeps the row in shared memory (twice that when
+                                  // pipelined: two tiles); else 0
 };
 
 namespace detail {
@@ -56,8 +59,10 @@ constexpr bool listed(const int* values, int count, int v) noexcept {
 /// Whether `c` is an instantiated configuration that holds a row of `cols` elements of `dtype`.
 constexpr bool cluster_config_fits(const ClusterConfig& c, std::int64_t cols, DType dtype, int max_cluster_size) noexcept {
   const int vector_width = 16 / dtype_bytes(dtype);
-  const bool shared = c.residence == RowResidence::shared_memory;
-  if (!shared && c.residence != RowResidence::registers) return false;
+  const bool shared = c.residence != RowResidence::registers;
+  if (shared && c.residence != RowResidence::shared_memory && c.residence != RowResidence::shared_memory_pipelined) {
+    return false;
+  }
   if (!detail::listed(cluster_row_threads, 2, c.threads) ||
       !detail::listed(shared ? cluster_row_shared_elems : cluster_row_elems, 4, c.elems_per_thread)) {
     return false;
@@ -112,7 +117,8 @@ inline Status plan_cluster_row(const DeviceInfo& device, std::int64_t rows, std:
   plan.chunk_elems = detail::cluster_chunk(cols, c.cluster_size);
   const std::int64_t max_clusters = detail::kMaxGridBlocks / c.cluster_size;
   plan.grid_blocks = (rows < max_clusters ? rows : max_clusters) * c.cluster_size;
-  if (c.residence == RowResidence::shared_memory) plan.shared_bytes = plan.chunk_elems * dtype_bytes(dtype);
+  const int tiles = c.residence == RowResidence::shared_memory ? 1 : c.residence == RowResidence::registers ? 0 : 2;
+  plan.shared_bytes = tiles * plan.chunk_elems * dtype_bytes(dtype);
   *out = plan;
   return Status::success;
 }

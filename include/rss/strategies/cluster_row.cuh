@@ -5,7 +5,8 @@
 // distributed shared memory and cluster barriers, never through global memory. A cluster's blocks are
 // co-scheduled by the hardware, so no residency planning beyond "one cluster fits" is needed. A
 // configuration may keep the share in shared memory instead (RowResidence::shared_memory): the copy
-// engine loads it, as stored, and three passes over it replace the registers.
+// engine loads it, as stored, and three passes over it replace the registers; pipelined, two tiles let
+// the next row load while this one is worked on.
 // Rows longer than a cluster holds (rss/planner/cluster_plan.hpp) belong to the megakernels.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -214,39 +215,56 @@ __global__ void __launch_bounds__(Threads) kernel(const T* x, T* y, RowStatistic
 #endif
 }
 
-/// `kernel` for a share kept in shared memory (the launch's dynamic shared memory, chunk elements of T).
-/// F is checked or vectors: the passes test per vector either way, so exact would save nothing.
-template <class T, int Threads, Fit F, bool WritesStats>
+/// `kernel` for a share kept in shared memory (the launch's dynamic shared memory: Tiles tiles of chunk
+/// elements of T). F is checked or vectors: the passes test per vector either way, so exact would save
+/// nothing. With two tiles (pipelined) the copy engine loads the block's next row into one tile while the
+/// block works on the other, so loads stay in flight through the reductions and the stores; the host then
+/// launches only the clusters that stay resident, each looping over rows.
+template <class T, int Threads, Fit F, bool WritesStats, int Tiles>
 __global__ void __launch_bounds__(Threads) shared_kernel(const T* x, T* y, RowStatistics* stats, Layout l,
                                                          std::int64_t chunk, int cluster_size) {
+  static_assert(Tiles == 1 || Tiles == 2);
 #if RSS_CLUSTER_DEVICE_CODE
   extern __shared__ float4 cluster_row_share[];  // float4: the bulk copy wants 16-byte alignment
-  T* tile = reinterpret_cast<T*>(cluster_row_share);
   __shared__ SharedState<T, Threads> shared;
-  __shared__ std::uint64_t tile_loaded;
+  __shared__ std::uint64_t tile_loaded[Tiles];
   namespace cg = cooperative_groups;
   const int rank = cluster_size > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
   const std::int64_t begin = rank * chunk;
   const int n = static_cast<int>(max(min(chunk, l.cols - begin), std::int64_t{0}));  // chunk fits shared memory
-  BulkTileLoad load(&tile_loaded);
+  const std::int64_t stride = gridDim.x / cluster_size;
+  // chunk is a multiple of 8 elements (cluster_plan.hpp), so tile 1 is 16-byte aligned too.
+  const auto tile = [&](int k) { return reinterpret_cast<T*>(cluster_row_share) + (Tiles == 2 ? (k & 1) * chunk : 0); };
+  BulkTileLoads<Tiles> loads(tile_loaded);
+  // Whole aligned vectors (n * sizeof(T) a multiple of 16) go through the copy engine; anything else is
+  // copied element by element, by every thread, when its turn comes.
+  const bool bulk = F != Fit::checked && n > 0;
+  const auto fetch = [&](std::int64_t row, int k) {  // thread 0: start loading `row` into tile(k)
+    if (bulk && row < l.rows && threadIdx.x == 0) {
+      loads.issue(k % Tiles, tile(k), x + row * l.ld_x + begin, static_cast<std::uint32_t>(n * sizeof(T)));
+    }
+  };
   ClusterStart start(cluster_size);
-  for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
-    const T* x_row = x + row * l.ld_x + begin;
-    if constexpr (F == Fit::checked) {  // any alignment: element by element
-      for (int i = static_cast<int>(threadIdx.x); i < n; i += Threads) tile[i] = x_row[i];
+  std::int64_t row = blockIdx.x / cluster_size;
+  fetch(row, 0);
+  for (int k = 0; row < l.rows; row += stride, ++k) {
+    if constexpr (Tiles == 2) fetch(row + stride, k + 1);  // its tile was freed by the barrier that ended k - 1
+    if (bulk) {
+      loads.wait(k % Tiles);
+    } else {
+      const T* x_row = x + row * l.ld_x + begin;
+      for (int i = static_cast<int>(threadIdx.x); i < n; i += Threads) tile(k)[i] = x_row[i];
       __syncthreads();
-    } else if (n > 0) {  // whole aligned vectors: n * sizeof(T) is a multiple of 16
-      if (threadIdx.x == 0) load.issue(tile, x_row, static_cast<std::uint32_t>(n * sizeof(T)));
-      load.wait();
     }
     const RowStatistics row_stats =
-        process_shared_row<F, T, Threads>(tile, y + row * l.ld_y + begin, n, l.cols, cluster_size, start, shared);
+        process_shared_row<F, T, Threads>(tile(k), y + row * l.ld_y + begin, n, l.cols, cluster_size, start, shared);
     if constexpr (WritesStats) {
       if (rank == 0 && threadIdx.x == 0) stats[row] = row_stats;
     } else {
       (void)row_stats;
     }
-    __syncthreads();  // every thread is done with the tile before the next row's load overwrites it
+    __syncthreads();  // every thread is done with tile(k) before a load overwrites it
+    if constexpr (Tiles == 1) fetch(row + stride, k + 1);
   }
 #else
   __trap();  // never launched: the host admits these kernels only on sm_90 machine code
@@ -273,22 +291,24 @@ constexpr Kernel<T> instance(Fit fit, bool writes_stats) {
   return writes_stats ? instance<T, Threads, Elems, true>(fit) : instance<T, Threads, Elems, false>(fit);
 }
 
-template <class T, int Threads>
+template <class T, int Threads, int Tiles>
 constexpr Kernel<T> shared_instance(Fit fit, bool writes_stats) {
   if (fit == Fit::checked) {
-    return writes_stats ? shared_kernel<T, Threads, Fit::checked, true> : shared_kernel<T, Threads, Fit::checked, false>;
+    return writes_stats ? shared_kernel<T, Threads, Fit::checked, true, Tiles>
+                        : shared_kernel<T, Threads, Fit::checked, false, Tiles>;
   }
-  return writes_stats ? shared_kernel<T, Threads, Fit::vectors, true> : shared_kernel<T, Threads, Fit::vectors, false>;
+  return writes_stats ? shared_kernel<T, Threads, Fit::vectors, true, Tiles>
+                      : shared_kernel<T, Threads, Fit::vectors, false, Tiles>;
 }
 
 /// The instantiation of a configuration listed in cluster_plan.hpp; null for anything else.
 template <class T>
 Kernel<T> kernel_for(const ClusterConfig& c, Fit fit, bool writes_stats) {
   const int elems = c.elems_per_thread;
-  const bool shared = c.residence == RowResidence::shared_memory;
   const auto pick = [&](auto threads_constant) -> Kernel<T> {
     constexpr int Th = decltype(threads_constant)::value;
-    if (shared) return shared_instance<T, Th>(fit, writes_stats);
+    if (c.residence == RowResidence::shared_memory) return shared_instance<T, Th, 1>(fit, writes_stats);
+    if (c.residence == RowResidence::shared_memory_pipelined) return shared_instance<T, Th, 2>(fit, writes_stats);
     switch (elems) {
       case 4: return instance<T, Th, 4>(fit, writes_stats);
       case 8: return instance<T, Th, 8>(fit, writes_stats);
@@ -317,6 +337,9 @@ Fit fit_of(const ClusterPlan& plan, const T* x, const T* y, const Layout& l) {
 
 inline const char* kernel_name(Fit fit, RowResidence residence) {
   if (residence == RowResidence::shared_memory) return fit == Fit::checked ? "cluster_row::shared" : "cluster_row::shared_vectors";
+  if (residence == RowResidence::shared_memory_pipelined) {
+    return fit == Fit::checked ? "cluster_row::pipelined" : "cluster_row::pipelined_vectors";
+  }
   switch (fit) {
     case Fit::exact: return "cluster_row::exact";
     case Fit::vectors: return "cluster_row::vectors";
@@ -363,10 +386,15 @@ Status make_plan(const T* x, const T* y, bool writes_stats, const Layout& layout
     if (dynamic > facts.max_dynamic) return Status::not_admissible;
     RSS_TRY(blocks_per_sm(k, d, c.threads, dynamic, &a.blocks_per_sm));
     if (a.blocks_per_sm == 0) return Status::not_admissible;
+    int resident_clusters = a.blocks_per_sm * d.sm_count;
     if (c.cluster_size > 1) {  // the driver must be able to place one cluster
-      int clusters = 0;
-      RSS_TRY(active_clusters(k, d, c.threads, c.cluster_size, dynamic, &clusters));
-      if (clusters == 0) return Status::not_admissible;
+      RSS_TRY(active_clusters(k, d, c.threads, c.cluster_size, dynamic, &resident_clusters));
+      if (resident_clusters == 0) return Status::not_admissible;
+    }
+    // A pipelined kernel overlaps one row's load with the previous row's work only by looping: launch
+    // the clusters that stay resident, no more.
+    if (c.residence == RowResidence::shared_memory_pipelined && p.rows > resident_clusters) {
+      p.grid_blocks = static_cast<std::int64_t>(resident_clusters) * c.cluster_size;
     }
   }
   out->geometry = p;
