@@ -2,10 +2,13 @@
 # GPU checks in one go (what a device call runs when the build was made elsewhere and ctest's absolute
 # paths do not apply): every GPU test binary ctest labels `gpu`, then compute-sanitizer's memcheck,
 # racecheck, synccheck and initcheck over representative shapes of every strategy and control.
-# Usage: tests/run_gpu_checks.sh BUILD_DIR LOG_DIR
+# Usage: tests/run_gpu_checks.sh BUILD_DIR LOG_DIR [all|tests|sanitizers]  (default all; the two halves can
+# run at once on two GPUs, each with its own CUDA_VISIBLE_DEVICES)
 set -u -o pipefail
 build=${1:-build}
 logs=${2:-.}
+part=${3:-all}
+case "$part" in all | tests | sanitizers) ;; *) echo "unknown part '$part' (all, tests or sanitizers)" >&2; exit 2 ;; esac
 mkdir -p "$logs"
 status=0
 run() {  # NAME LIMIT BINARY [ARGS...]: one test binary, its log, and its closing line
@@ -18,11 +21,14 @@ run() {  # NAME LIMIT BINARY [ARGS...]: one test binary, its log, and its closin
   echo "$name: exit $rc in $((SECONDS - t0)) s: $(grep -E 'test cases|passed|failed' "$logs/$name.log" | tail -1)"
   [ "$rc" -eq 0 ] || status=1
 }
-run gpu_strategies 600 "$build/tests/rss_gpu_tests"
-run gpu_megakernel 600 "$build/tests/rss_gpu_megakernel_tests" "~[stress]"
-run gpu_megakernel_stress 300 "$build/tests/rss_gpu_megakernel_tests" "[stress]"
-run gpu_reliability 900 "$build/tests/rss_gpu_reliability_tests"
-run gpu_refusal 120 "$build/tests/rss_gpu_refusal_tests"
+if [ "$part" != sanitizers ]; then
+  run gpu_strategies 600 "$build/tests/rss_gpu_tests"
+  run gpu_megakernel 600 "$build/tests/rss_gpu_megakernel_tests" "~[stress]"
+  run gpu_megakernel_stress 300 "$build/tests/rss_gpu_megakernel_tests" "[stress]"
+  run gpu_reliability 900 "$build/tests/rss_gpu_reliability_tests"
+  run gpu_refusal 120 "$build/tests/rss_gpu_refusal_tests"
+fi
+[ "$part" = tests ] && exit $status
 # Sanitizers: small but representative (multi-block rows, two launches, eviction-free odd widths).
 for tool in memcheck racecheck synccheck initcheck; do
   t0=$SECONDS

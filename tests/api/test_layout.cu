@@ -446,6 +446,8 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
     rss_test::DeviceBuffer x(p.x.size() * sizeof(float)), y(p.x.size() * sizeof(float));
     RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
     int tested = 0;
+    rss::DeviceInfo device;
+    REQUIRE(rss::current_device_info(&device) == Status::success);
     using R = rss::RowResidence;
     for (const R residence : {R::registers, R::shared_memory, R::shared_memory_pipelined}) {
       const bool shared = residence != R::registers;
@@ -462,6 +464,13 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
             const rss::Config config{Strategy::cluster_row, c};
             const Status init = op.initialize(config, x.get<const float>(), y.get<float>(), p.layout, nullptr, 0);
             INFO("initialize: " << rss::status_message(init) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+            // Tiles larger than a block's shared memory (two 128 KB fp32 tiles) are refused, not launched.
+            const std::int64_t tiles = pipelined ? 2 : shared ? 1 : 0;
+            const std::int64_t tile_bytes = tiles * rss::detail::cluster_chunk(cols, cluster_size) * 4;
+            if (tile_bytes > static_cast<std::int64_t>(device.shared_per_block_optin)) {
+              CHECK(init == Status::not_admissible);
+              continue;
+            }
             REQUIRE(init == Status::success);
             rss::ClusterPlan plan;
             REQUIRE(rss::cluster_geometry<float>(config, rows, cols, &plan) == Status::success);

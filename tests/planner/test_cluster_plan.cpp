@@ -69,7 +69,7 @@ TEST_CASE("cluster_row plans one cluster per row that holds the whole row", "[pl
 }
 
 TEST_CASE("cluster_row's default configuration: 64 bytes per thread in one block, else 128 in the fewest", "[planner][cluster_row]") {
-  // The H200 pilot's winners (bench/results/pilot/h200_pilot.json).
+  // The H200 pilot's winners (bench/results/pilot/earlier/h200_pilot5.json).
   CHECK(plan_for(4096, 4096).config == ClusterConfig{256, 16, 1});
   CHECK(plan_for(16384, 8192).config == ClusterConfig{512, 16, 1});
   CHECK(plan_for(16384, 8192, DType::bf16).config == ClusterConfig{256, 32, 1});
