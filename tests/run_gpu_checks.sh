@@ -27,6 +27,21 @@ if [ "$part" != sanitizers ]; then
   run gpu_megakernel_stress 300 "$build/tests/rss_gpu_megakernel_tests" "[stress]"
   run gpu_reliability 900 "$build/tests/rss_gpu_reliability_tests"
   run gpu_refusal 120 "$build/tests/rss_gpu_refusal_tests"
+  run gpu_backward 900 "$build/tests/backward/rss_backward_gpu_tests"
+  # Built only where NCCL was found; multicast stays off. The process-per-GPU test skips (77) on one GPU.
+  if [ -x "$build/tests/sharded/rss_sharded_gpu_tests" ]; then
+    export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+    # NCCL from PyTorch's wheel when there is one (as bench/sharded/device_run.sh does).
+    if wheel=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null); then
+      export LD_LIBRARY_PATH="$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    run gpu_sharded_one_process 300 "$build/tests/sharded/rss_sharded_gpu_tests"
+    t0=$SECONDS
+    timeout 300 "$build/tests/sharded/rss_sharded_mp_tests" > "$logs/gpu_sharded_process_per_gpu.log" 2>&1
+    rc=$?
+    echo "gpu_sharded_process_per_gpu: exit $rc in $((SECONDS - t0)) s$([ "$rc" -eq 77 ] && echo ' (skipped: one GPU)')"
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
+  fi
 fi
 [ "$part" = tests ] && exit $status
 # Sanitizers: small but representative (multi-block rows, two launches, eviction-free odd widths).

@@ -177,7 +177,7 @@ class BackwardOperator {
     RSS_TRY(detail::backward::validate_device(x, y, stats, dy, dx, layout_, sizeof(T), workspace, workspace_bytes, required));
     if (strategy_ == BackwardStrategy::cluster_row && !layout_.empty() &&
         detail::backward::cluster_row::fit_of(x, y != nullptr ? y : x, dy, dx, layout_) != cluster_.fit) {
-      detail::backward::cluster_row::Plan plan;
+      detail::backward::cluster_row::Plan<T> plan;
       RSS_TRY(detail::backward::cluster_row::make_plan<T>(x, y, dy, dx, layout_, preferred(), &plan));
       cluster_ = plan;
     }
@@ -241,7 +241,7 @@ class BackwardOperator {
   int sm_count_ = 0;
   BackwardStrategy requested_ = BackwardStrategy::automatic;
   BackwardStrategy strategy_ = BackwardStrategy::two_pass;
-  detail::backward::cluster_row::Plan cluster_{};
+  detail::backward::cluster_row::Plan<T> cluster_{};
   BackwardClusterConfig preferred_{};
   bool has_preferred_ = false;
   bool ready_ = false;
@@ -292,14 +292,14 @@ Status describe_backward_launches(BackwardStrategy strategy, std::int64_t rows, 
   bool cluster = strategy == BackwardStrategy::cluster_row;
   if (strategy == BackwardStrategy::automatic &&
       !backward_automatic_prefers_two_pass(l.rows, l.cols, dtype_of<T>, saved_statistics)) {
-    detail::backward::cluster_row::Plan probe;
+    detail::backward::cluster_row::Plan<T> probe;
     const Status s = detail::backward::cluster_row::make_plan<T>(fake(0), y, fake(2), fake(3), l, nullptr, &probe);
     if (!ok(s) && !detail::backward::refused_by_device(s)) return s;
     cluster = ok(s);
   }
   const detail::Launcher dry{nullptr, &list, true};
   if (cluster) {
-    detail::backward::cluster_row::Plan plan;
+    detail::backward::cluster_row::Plan<T> plan;
     RSS_TRY(detail::backward::cluster_row::make_plan<T>(fake(0), y, fake(2), fake(3), l, nullptr, &plan));
     RSS_TRY(detail::backward::cluster_row::launch<T>(plan, fake(0), y, stats, fake(2), fake(3), l, dry));
   } else if (strategy == BackwardStrategy::two_pass || strategy == BackwardStrategy::automatic) {

@@ -193,21 +193,25 @@ inline Status current_max_cluster_size(int* out) {
   return Status::success;
 }
 
+template <class T>
 struct Plan {
   BackwardClusterPlan geometry{};
   Fit fit = Fit::checked;
   bool saved = false;  // y recomputed from saved row statistics
   int blocks_per_sm = 0;
+  // The instantiation admitted, launched as is (a pointer taken again at launch could name another
+  // translation unit's copy of the template kernel: docs/architecture.md).
+  Kernel<T> kernel = nullptr;
 };
 
 /// Plans a call on the current device and asks the driver whether its kernel and one cluster fit.
 /// y null: the call recomputes y from saved row statistics.
 template <class T>
 Status make_plan(const T* x, const T* y, const T* dy, const T* dx, const BackwardLayout& l,
-                 const BackwardClusterConfig* preferred, Plan* out) {
+                 const BackwardClusterConfig* preferred, Plan<T>* out) {
   int max_cluster = 0;
   RSS_TRY(current_max_cluster_size(&max_cluster));
-  Plan p;
+  Plan<T> p;
   RSS_TRY(plan_backward_cluster_row(max_cluster, l.rows, l.cols, StorageTraits<T>::dtype, preferred, &p.geometry,
                                     y == nullptr));
   if (p.geometry.grid_blocks > 0) {
@@ -216,6 +220,7 @@ Status make_plan(const T* x, const T* y, const T* dy, const T* dx, const Backwar
     p.fit = fit_of(x, p.saved ? x : y, dy, dx, l);
     const Kernel<T> k = kernel_for<T>(c.threads, c.elems_per_thread, p.fit, p.saved);
     if (k == nullptr) return Status::invalid_strategy;
+    p.kernel = k;
     RSS_TRY(from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&p.blocks_per_sm, k, c.threads, 0)));
     if (p.blocks_per_sm == 0) return Status::not_admissible;
     if (c.cluster_size > 1) {
@@ -240,12 +245,12 @@ Status make_plan(const T* x, const T* y, const T* dy, const T* dx, const Backwar
 
 /// Issues (or, dry, describes) the launch of a plan made for the same pointers.
 template <class T>
-Status launch(const Plan& plan, const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx,
+Status launch(const Plan<T>& plan, const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx,
               const BackwardLayout& l, Launcher launcher) {
   if (plan.geometry.grid_blocks == 0) return Status::success;
   const BackwardClusterConfig& c = plan.geometry.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
-  return launcher(kernel_name(plan.fit, plan.saved), kernel_for<T>(c.threads, c.elems_per_thread, plan.fit, plan.saved),
+  return launcher(kernel_name(plan.fit, plan.saved), plan.kernel,
                   static_cast<unsigned>(plan.geometry.grid_blocks), static_cast<unsigned>(c.threads), 0, false,
                   plan.blocks_per_sm, x, y, stats, dy, dx, l, plan.geometry.chunk_elems, c.cluster_size);
 }

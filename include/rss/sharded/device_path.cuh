@@ -339,15 +339,18 @@ Status resident_clusters(const ShardedDeviceConfig& c, Fit fit, std::int64_t* ou
   return Status::success;
 }
 
-/// Launches (or, dry, describes) the device path's one kernel.
+/// Launches (or, dry, describes) the device path's one kernel: `kernel`, the instantiation the plan was
+/// admitted with (device_kernel_for at planning time, kept: a pointer taken again here could name another
+/// translation unit's copy of the template kernel, whose attributes were never queried or set).
 template <class T>
-Status launch_device_path(const ShardedDevicePlan& plan, Fit fit, const T* x, T* y, const Layout& l,
+Status launch_device_path(const ShardedDevicePlan& plan, DeviceKernel<T> kernel, const T* x, T* y, const Layout& l,
                           std::int64_t global_cols, const ncclDevComm& comm, const RankExchange& exchange,
                           Launcher launcher) {
   if (plan.grid_blocks == 0) return Status::success;
+  if (kernel == nullptr) return Status::invalid_strategy;
   const ShardedDeviceConfig& c = plan.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
-  return launcher("sharded::nccl_device", device_kernel_for<T>(c, fit), static_cast<unsigned>(plan.grid_blocks),
+  return launcher("sharded::nccl_device", kernel, static_cast<unsigned>(plan.grid_blocks),
                   static_cast<unsigned>(c.threads), 0, false, 0, x, y, l, global_cols, plan.chunk_elems,
                   c.cluster_size, comm, exchange);
 }

@@ -244,7 +244,7 @@ class ShardedOperator {
   Status launch_phase(int phase, cudaStream_t stream, detail::Launcher launcher) const noexcept {
     launcher.stream = stream;
     if (path_ == ShardedPath::nccl_device) {
-      return detail::sharded::launch_device_path<T>(device_plan_, fit_, host_.x, host_.y, host_.layout,
+      return detail::sharded::launch_device_path<T>(device_plan_, device_kernel_, host_.x, host_.y, host_.layout,
                                                     host_.global_cols, dev_comm_, exchange_, launcher);
     }
     return detail::sharded::host_phase<T>(phase, host_, launcher);
@@ -289,6 +289,7 @@ class ShardedOperator {
         RSS_TRY(exchange_shapes(comm, mine, scratch, world, &table, stream));
         device_status = plan_device_path(rows, max_cols, dtype, max_cluster_blocks,
                                          min_over_ranks(table, &RankShape::resident_clusters), &device_plan_);
+        device_kernel_ = device_kernel_for<T>(device_plan_.config, fit_);  // launched as is
       }
     }
     if (path == ShardedPath::nccl_device && !ok(device_status)) return device_status;
@@ -342,6 +343,7 @@ class ShardedOperator {
   detail::sharded::HostCall<T> host_{};
   ShardedDevicePlan device_plan_{};
   detail::sharded::Fit fit_ = detail::sharded::Fit::checked;
+  detail::sharded::DeviceKernel<T> device_kernel_ = nullptr;
   void* memory_ = nullptr;
   ncclWindow_t window_ = nullptr;
   ncclDevComm dev_comm_{};
