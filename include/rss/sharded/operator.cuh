@@ -282,14 +282,14 @@ class ShardedOperator {
       ShardedDevicePlan trial;
       device_status = plan_device_path(rows, max_cols, dtype, max_cluster_blocks, 1, &trial);
       if (ok(device_status)) {
-        fit_ = device_fit<T>(trial, x, y, local);
+        const detail::sharded::Fit fit = device_fit<T>(trial, x, y, local);
         mine.resident_clusters = 0;
-        const Status q = resident_clusters<T>(trial.config, fit_, &mine.resident_clusters);
+        const Status q = resident_clusters<T>(trial.config, fit, &mine.resident_clusters);
         if (!ok(q)) mine.resident_clusters = 0;
         RSS_TRY(exchange_shapes(comm, mine, scratch, world, &table, stream));
         device_status = plan_device_path(rows, max_cols, dtype, max_cluster_blocks,
                                          min_over_ranks(table, &RankShape::resident_clusters), &device_plan_);
-        device_kernel_ = device_kernel_for<T>(device_plan_.config, fit_);  // launched as is
+        device_kernel_ = device_kernel_for<T>(device_plan_.config, fit);  // launched as is
       }
     }
     if (path == ShardedPath::nccl_device && !ok(device_status)) return device_status;
@@ -342,7 +342,6 @@ class ShardedOperator {
   ShardAgreement agreement_ = ShardAgreement::agreed;
   detail::sharded::HostCall<T> host_{};
   ShardedDevicePlan device_plan_{};
-  detail::sharded::Fit fit_ = detail::sharded::Fit::checked;
   detail::sharded::DeviceKernel<T> device_kernel_ = nullptr;
   void* memory_ = nullptr;
   ncclWindow_t window_ = nullptr;
