@@ -55,3 +55,10 @@ constexpr const char* status_message(Status s) noexcept {
 constexpr bool ok(Status s) noexcept { return s == Status::success; }
 
 }  // namespace rss
+
+/// Returns from the enclosing function when `expr` (an rss::Status) is not success.
+#define RSS_TRY(expr)                                        \
+  do {                                                       \
+    const ::rss::Status rss_try_status_ = (expr);            \
+    if (!::rss::ok(rss_try_status_)) return rss_try_status_; \
+  } while (0)

@@ -76,11 +76,18 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   REQUIRE(rss::plan_backward_cluster_row(8, 3, 8192, DType::fp32, &preferred, &plan) == Status::success);
   CHECK(plan.config == preferred);
   CHECK(plan.chunk_elems == 4096);
+  // A preference is used as given or refused, never replaced by the default; *out stays as it was.
+  const BackwardClusterPlan before = plan;
   const BackwardClusterConfig too_small{256, 4, 1};
-  REQUIRE(rss::plan_backward_cluster_row(8, 3, 8192, DType::fp32, &too_small, &plan) == Status::success);
-  CHECK(plan.config == rss::default_backward_cluster_config(8192, DType::fp32, 8));
+  CHECK(rss::plan_backward_cluster_row(8, 3, 8192, DType::fp32, &too_small, &plan) == Status::not_admissible);
+  CHECK(plan.config == before.config);
   const BackwardClusterConfig not_a_vector{256, 4, 1};  // 4 bf16 elements are half a vector
   CHECK_FALSE(rss::backward_cluster_config_fits(not_a_vector, 100, DType::bf16, 8));
+  CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::bf16, &not_a_vector, &plan) == Status::invalid_strategy);
+  const BackwardClusterConfig in_shared_memory{256, 8, 1, rss::RowResidence::shared_memory};  // forward only
+  CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::fp32, &in_shared_memory, &plan) == Status::invalid_strategy);
+  const BackwardClusterConfig odd_threads{384, 8, 1};
+  CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::fp32, &odd_threads, &plan) == Status::invalid_strategy);
 
   CHECK(rss::plan_backward_cluster_row(0, 3, 100, DType::fp32, nullptr, &plan) == Status::unsupported_device);
   CHECK(rss::plan_backward_cluster_row(8, -1, 100, DType::fp32, nullptr, &plan) == Status::negative_size);

@@ -136,7 +136,7 @@ TEST_CASE("cluster_row plans empty shapes and refuses bad arguments and devices 
   CHECK(plan.grid_blocks % plan.config.cluster_size == 0);
 }
 
-TEST_CASE("cluster_row uses a preferred configuration only when it fits the row", "[planner][cluster_row]") {
+TEST_CASE("cluster_row uses a preferred configuration as given, or refuses it", "[planner][cluster_row]") {
   const ClusterConfig fits{512, 8, 1};  // 4096 elements: exactly one 4096-element row
   CHECK(plan_for(4096, 4096, DType::fp32, &fits).config == fits);
   const ClusterConfig clustered{256, 8, 4};  // 4 x 2048 elements
@@ -146,21 +146,34 @@ TEST_CASE("cluster_row uses a preferred configuration only when it fits the row"
   CHECK(c.grid_blocks == 400);
   check_contract(c, 100, 8000, DType::fp32);
 
-  const ClusterConfig default_4096 = plan_for(4096, 4096).config;
+  // Never a silent swap for the default: a preference that is not compiled is invalid_strategy, one that is
+  // compiled but does not hold the row (or exceeds the device's clusters) not_admissible; *out is untouched.
+  const auto refusal = [](const ClusterConfig& bad, DType dtype) {
+    ClusterPlan untouched;
+    untouched.rows = -7;
+    const Status s = rss::plan_cluster_row(clusters_of(16), 4096, 4096, dtype, &bad, &untouched);
+    CHECK(untouched.rows == -7);
+    return s;
+  };
   for (const ClusterConfig& bad : {ClusterConfig{256, 4, 1},     // holds 1024 elements only
-                                   ClusterConfig{128, 32, 1},    // 128 threads: not instantiated
-                                   ClusterConfig{512, 12, 1},    // 12 per thread: not instantiated
                                    ClusterConfig{512, 16, 17},   // beyond the device's clusters
                                    ClusterConfig{512, 16, 0}}) {
     CAPTURE(bad.threads, bad.elems_per_thread, bad.cluster_size);
     CHECK_FALSE(rss::cluster_config_fits(bad, 4096, DType::fp32, 16));
-    CHECK(plan_for(4096, 4096, DType::fp32, &bad).config == default_4096);
+    CHECK(refusal(bad, DType::fp32) == Status::not_admissible);
   }
-  // 4 elements are one fp32 vector but half a bf16 one.
+  for (const ClusterConfig& bad : {ClusterConfig{128, 32, 1},    // 128 threads: not instantiated
+                                   ClusterConfig{512, 12, 1},    // 12 per thread: not instantiated
+                                   ClusterConfig{512, 8, 1, static_cast<rss::RowResidence>(3)}}) {
+    CAPTURE(bad.threads, bad.elems_per_thread, bad.cluster_size);
+    CHECK_FALSE(rss::cluster_config_instantiated(bad, DType::fp32));
+    CHECK(refusal(bad, DType::fp32) == Status::invalid_strategy);
+  }
+  // 4 elements are one fp32 vector but half a bf16 one: no bf16 kernel holds 4.
   const ClusterConfig four{512, 4, 2};
   CHECK(rss::cluster_config_fits(four, 4096, DType::fp32, 16));
   CHECK_FALSE(rss::cluster_config_fits(four, 4096, DType::bf16, 16));
-  CHECK(plan_for(4096, 4096, DType::bf16, &four).config == plan_for(4096, 4096, DType::bf16).config);
+  CHECK(refusal(four, DType::bf16) == Status::invalid_strategy);
 }
 
 TEST_CASE("cluster_row keeps a row in shared memory when the configuration says so", "[planner][cluster_row]") {

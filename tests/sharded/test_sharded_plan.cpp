@@ -86,17 +86,25 @@ TEST_CASE("the device path holds a share in one cluster or refuses it", "[sharde
   CHECK(c.threads == 512);
   CHECK(c.elems_per_thread == 32);
   CHECK(c.cluster_size == 4);
-  CHECK(rss::sharded_cluster_chunk(64129, 4) % 8 == 0);
-  CHECK(rss::sharded_cluster_chunk(64129, 4) * 4 >= 64129);
-  CHECK(rss::sharded_cluster_chunk(64129, 4) <= 512 * 32);
+  CHECK(rss::cluster_chunk(64129, 4) % 8 == 0);
+  CHECK(rss::cluster_chunk(64129, 4) * 4 >= 64129);
+  CHECK(rss::cluster_chunk(64129, 4) <= 512 * 32);
   // 65536 bf16 fits exactly: 4 x 512 x 32.
   const rss::ShardedDeviceConfig b = rss::plan_device_config(65536, rss::DType::bf16, 8);
   CHECK(b.cluster_size * b.threads * b.elems_per_thread == 65536);
-  // Short shares: one block of 256 threads.
+  // Short shares: one block of 256 threads, with the fewest whole vectors per thread that hold the share
+  // (the forward cluster_row's rule: one fp32 vector, one bf16 vector).
   const rss::ShardedDeviceConfig s = rss::plan_device_config(7, rss::DType::fp32, 8);
   CHECK(s.cluster_size == 1);
   CHECK(s.threads == 256);
-  CHECK(s.elems_per_thread == 8);
+  CHECK(s.elems_per_thread == 4);
+  CHECK(rss::plan_device_config(7, rss::DType::bf16, 8).elems_per_thread == 8);
+  // Every share is planned exactly as the forward plans a row of that length.
+  for (const std::int64_t cols : {7, 1000, 4096, 4097, 64129, 131072}) {
+    for (const rss::DType dtype : {rss::DType::fp32, rss::DType::bf16, rss::DType::fp16}) {
+      CHECK(rss::plan_device_config(cols, dtype, 8) == rss::default_cluster_config(cols, dtype, 8));
+    }
+  }
   // 8388608 per rank (1 x 16M over two): no cluster holds it.
   rss::ShardedDevicePlan p;
   CHECK(rss::plan_device_path(1, 8388608, rss::DType::fp32, 8, 100, &p) == rss::Status::not_admissible);

@@ -1,19 +1,21 @@
 #pragma once
 // rss::Operator<T>: any strategy, automatic included, planned once for fixed arguments and run many
 // times. initialize() does everything that does not belong in the hot path (validation, the device's
-// description, planning, graph capture, workspace preparation); run() only launches. It is the one
-// dispatch point from a strategy to its plan and launches (rss/strategies/registry.cuh).
+// description, planning, graph capture, workspace preparation); rebind() moves it to new tensors of the
+// same layout; run() only launches. It is the operator adapter (rss/api/adapter.cuh) over the forward's
+// problem and registry (rss/strategies/registry.cuh).
 //
 //   rss::Operator<float> op;
 //   rss::Status s = op.initialize(rss::Strategy::automatic, x, y, rss::Layout::contiguous(rows, cols),
 //                                 workspace, workspace_bytes, stream);
 //   s = op.run(stream);        // many times, on any stream of the same device
+//   s = op.rebind(x2, y2, workspace, workspace_bytes, stream);   // new tensors, same layout
 //   op.strategy();             // the concrete strategy that runs
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <variant>
 
+#include "rss/api/adapter.cuh"
 #include "rss/storage.cuh"
 #include "rss/device.cuh"
 #include "rss/launch_info.hpp"
@@ -25,102 +27,45 @@ namespace rss {
 
 namespace detail {
 
-/// A refusal that another strategy may not meet: automatic then falls back.
-inline bool refused_by_device(Status s) {
-  return s == Status::not_admissible || s == Status::cooperative_unsupported || s == Status::unsupported_device;
-}
+/// The forward's problem for the operator adapter.
+template <class T>
+struct ForwardProblem {
+  using Element = T;
+  using Id = Strategy;
+  using Config = rss::Config;
+  using Call = detail::Call<T>;
+  using Strategies = detail::Strategies;
+  static constexpr Id automatic = Strategy::automatic;
+  static constexpr Id fallback = fallback_strategy;
+
+  static Id id(const Config& c) { return c.strategy; }
+  static Config concrete(Id s) { return Config{s}; }
+  static bool valid(const Config& c) { return c.valid(); }
+  static Status check_shape(const Call& c) { return validate_layout(c.layout, sizeof(T)); }
+  static Config resolve(const Config& config, const DeviceInfo& d, const Call& c) {
+    return config.strategy == Strategy::automatic ? automatic_choice(d, c.layout.rows, c.layout.cols, dtype_of<T>).config
+                                                  : config;
+  }
+  static Status validate(const Call& c, std::size_t required, int device) {
+    RSS_TRY(validate_device_call(c.x, c.y, c.layout, sizeof(T), c.workspace, c.workspace_bytes, required, device));
+    if (c.with_stats) {
+      RSS_TRY(validate_statistics(c.stats, c.x, c.y, c.layout, sizeof(T), c.workspace, required));
+      if (!c.layout.empty()) RSS_TRY(check_device_memory(c.stats, device));
+    }
+    return Status::success;
+  }
+  static bool empty(const Call& c) { return c.layout.empty(); }
+  static void place_workspace(Call& c, void* workspace, std::size_t bytes) {
+    c.workspace = workspace;
+    c.workspace_bytes = bytes;
+  }
+};
 
 /// The concrete configuration `config` means for a shape on device d (automatic resolved).
-inline Config resolve(const Config& config, const DeviceInfo& d, std::int64_t rows, std::int64_t cols, DType dtype) {
-  return config.strategy == Strategy::automatic ? automatic_choice(d, rows, cols, dtype).config : config;
-}
-
-/// Workspace bytes of a concrete strategy.
 template <class T>
-Status concrete_workspace_bytes(Strategy s, std::int64_t rows, std::int64_t cols, const DeviceInfo& d,
-                                std::size_t* bytes) {
-  return with_strategy(s, [&](auto strategy) {
-    return decltype(strategy)::template workspace_bytes<T>(rows, cols, d, bytes);
-  });
+Config resolve(const Config& config, const DeviceInfo& d, std::int64_t rows, std::int64_t cols) {
+  return ForwardProblem<T>::resolve(config, d, Call<T>{nullptr, nullptr, Layout::contiguous(rows, cols)});
 }
-
-/// Workspace of `config` for the shape: for automatic, its pick's region followed by its fallback's,
-/// so that a fallback never overwrites the pick's state (megakernel_row's barrier counters).
-template <class T>
-Status workspace_layout(const Config& config, std::int64_t rows, std::int64_t cols, const DeviceInfo& d,
-                        std::size_t* primary, std::size_t* total) {
-  if (!config.valid()) return Status::invalid_strategy;
-  const Config concrete = resolve(config, d, rows, cols, dtype_of<T>);
-  RSS_TRY(concrete_workspace_bytes<T>(concrete.strategy, rows, cols, d, primary));
-  *total = *primary;
-  if (config.strategy == Strategy::automatic && concrete.strategy != fallback_strategy) {
-    std::size_t fallback = 0;
-    RSS_TRY(concrete_workspace_bytes<T>(fallback_strategy, rows, cols, d, &fallback));
-    if (fallback > SIZE_MAX - *primary) return Status::size_overflow;
-    *total += fallback;  // primary is a multiple of workspace_alignment: the fallback's region stays aligned
-  }
-  return Status::success;
-}
-
-/// One strategy planned for one call.
-template <class T>
-struct PlannedCall {
-  AnyPlan<T> plan;
-  Call<T> call;
-  Strategy strategy = Strategy::automatic;
-
-  /// Plans (and, unless describing, prepares) strategy `config.strategy` for `c` on device d.
-  Status make(const Config& config, const Call<T>& c, const DeviceInfo& d, bool prepare, cudaStream_t stream) {
-    return with_strategy(config.strategy, [&](auto tag) {
-      using S = decltype(tag);
-      Planned<S, T> planned;
-      RSS_TRY(S::template make_plan<T>(c, d, config, &planned.plan));
-      if (prepare) RSS_TRY(S::template prepare<T>(planned.plan, c, stream));
-      plan = std::move(planned);
-      call = c;
-      strategy = S::id;
-      return Status::success;
-    });
-  }
-
-  Status launch(const Launcher& launcher) const {
-    return std::visit(
-        [&](const auto& planned) -> Status {
-          using P = std::decay_t<decltype(planned)>;
-          if constexpr (std::is_same_v<P, std::monostate>) {
-            return Status::invalid_strategy;
-          } else {
-            return P::Strategy::template launch<T>(planned.plan, call, launcher);
-          }
-        },
-        plan);
-  }
-};
-
-/// Switches to `device` for the scope of a run and back (a no-op when it is already current).
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) noexcept {
-    if (cudaGetDevice(&previous_) != cudaSuccess) {
-      (void)cudaGetLastError();
-      status_ = Status::no_device;
-    } else if (previous_ != device) {
-      status_ = from_cuda(cudaSetDevice(device));
-      switched_ = ok(status_);
-    }
-  }
-  ~DeviceScope() {
-    if (switched_) (void)cudaSetDevice(previous_);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-  Status status() const noexcept { return status_; }
-
- private:
-  int previous_ = 0;
-  bool switched_ = false;
-  Status status_ = Status::success;
-};
 
 }  // namespace detail
 
@@ -133,7 +78,8 @@ Status workspace_bytes(const Config& config, std::int64_t rows, std::int64_t col
   DeviceInfo d;
   RSS_TRY(current_device_info(&d));
   std::size_t primary = 0;
-  return detail::workspace_layout<T>(config, rows, cols, d, &primary, bytes);
+  return detail::workspace_layout<detail::ForwardProblem<T>>(config, detail::resolve<T>(config, d, rows, cols), rows,
+                                                             cols, d, &primary, bytes);
 }
 
 template <class T>
@@ -151,7 +97,7 @@ class Operator {
   /// left unready.
   Status initialize(const Config& config, const T* x, T* y, const Layout& layout, void* workspace,
                     std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
-    return prepare(config, x, y, nullptr, false, layout, workspace, workspace_bytes, stream);
+    return adapter_.initialize(config, {x, y, layout, workspace, workspace_bytes}, stream);
   }
 
   /// The same, and every run also writes each row's statistics to stats[0, rows) (device memory, 4-byte
@@ -159,94 +105,42 @@ class Operator {
   /// reads to recompute y from x. Every strategy writes them.
   Status initialize(const Config& config, const T* x, T* y, RowStatistics* stats, const Layout& layout,
                     void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
-    return prepare(config, x, y, stats, true, layout, workspace, workspace_bytes, stream);
+    return adapter_.initialize(config, {x, y, layout, workspace, workspace_bytes, stats, true}, stream);
   }
 
- private:
-  Status prepare(const Config& config, const T* x, T* y, RowStatistics* stats, bool with_stats, const Layout& layout,
-                 void* workspace, std::size_t workspace_bytes, cudaStream_t stream) noexcept {
-    ready_ = false;
-    primary_ = {};
-    fallback_ = {};
-    RSS_TRY(validate_layout(layout, sizeof(T)));
-    RSS_TRY(detail::current_device(&device_));
-    DeviceInfo d;
-    RSS_TRY(device_info(device_, &d));
-    const Config concrete = detail::resolve(config, d, layout.rows, layout.cols, dtype_of<T>);
-    std::size_t primary_bytes = 0, required = 0;
-    RSS_TRY(detail::workspace_layout<T>(config, layout.rows, layout.cols, d, &primary_bytes, &required));
-    RSS_TRY(detail::validate_device_call(x, y, layout, sizeof(T), workspace, workspace_bytes, required, device_));
-    if (with_stats) {
-      RSS_TRY(validate_statistics(stats, x, y, layout, sizeof(T), workspace, required));
-      if (!layout.empty()) RSS_TRY(detail::check_device_memory(stats, device_));
-    }
-    layout_ = layout;
-    const detail::Call<T> call{x, y, layout, workspace, workspace_bytes, stats};
-    if (layout.empty()) {
-      primary_.strategy = concrete.strategy;
-      ready_ = true;
-      return Status::success;
-    }
-    Status s = primary_.make(concrete, call, d, true, stream);
-    if (config.strategy == Strategy::automatic && concrete.strategy != fallback_strategy) {
-      detail::Call<T> fallback_call = call;
-      fallback_call.workspace = static_cast<unsigned char*>(workspace) + primary_bytes;
-      fallback_call.workspace_bytes = required - primary_bytes;
-      RSS_TRY(fallback_.make(Config{fallback_strategy}, fallback_call, d, true, stream));
-      if (detail::refused_by_device(s)) {  // refused at planning: the fallback is what runs
-        primary_ = std::move(fallback_);
-        fallback_ = {};
-        s = Status::success;
-      }
-    }
-    RSS_TRY(s);
-    ready_ = true;
-    return Status::success;
+  /// Points a ready operator at new x and y (and workspace) of the layout it was initialised with: a
+  /// framework's fresh tensors on every step, without validating the layout, reading the device or
+  /// resolving automatic again. The same strategies are planned for the new pointers (their alignment may
+  /// pick another kernel) and prepared on `stream`. invalid_strategy when the operator is not ready or was
+  /// initialised with statistics (use the overload with stats); on any refusal it keeps its tensors.
+  Status rebind(const T* x, T* y, void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
+    if (adapter_.call().with_stats) return Status::invalid_strategy;
+    return adapter_.rebind({x, y, adapter_.call().layout, workspace, workspace_bytes}, stream);
   }
 
- public:
+  /// rebind for an operator initialised with statistics.
+  Status rebind(const T* x, T* y, RowStatistics* stats, void* workspace, std::size_t workspace_bytes,
+                cudaStream_t stream = nullptr) noexcept {
+    if (!adapter_.call().with_stats) return Status::invalid_strategy;
+    return adapter_.rebind({x, y, adapter_.call().layout, workspace, workspace_bytes, stats, true}, stream);
+  }
+
   /// Launches on `stream`, on the device the operator was initialised on (made current for the call
   /// and restored). Asynchronous, never synchronises. `ran` (optional) receives the strategy that
   /// ran: for automatic, the fallback when the device refused the planned launch at run time.
-  Status run(cudaStream_t stream = nullptr, Strategy* ran = nullptr) const noexcept {
-    if (!ready_) return Status::invalid_strategy;
-    Strategy used = primary_.strategy;
-    Status s = Status::success;
-    if (!layout_.empty()) {
-      const detail::DeviceScope scope(device_);
-      RSS_TRY(scope.status());
-      s = primary_.launch(detail::Launcher{stream});
-      if (detail::refused_by_device(s) && fallback_.strategy != Strategy::automatic) {
-        used = fallback_.strategy;
-        s = fallback_.launch(detail::Launcher{stream});
-      }
-    }
-    if (ran != nullptr && ok(s)) *ran = used;
-    return s;
-  }
+  Status run(cudaStream_t stream = nullptr, Strategy* ran = nullptr) const noexcept { return adapter_.run(stream, ran); }
 
   /// The launches run() makes, without making them.
-  Status describe(LaunchList* out) const noexcept {
-    if (out == nullptr) return Status::null_pointer;
-    if (!ready_) return Status::invalid_strategy;
-    LaunchList list;
-    if (!layout_.empty()) RSS_TRY(primary_.launch(detail::Launcher{nullptr, &list, true}));
-    *out = list;
-    return Status::success;
-  }
+  Status describe(LaunchList* out) const noexcept { return adapter_.describe(out); }
 
   /// The concrete strategy run() launches (for automatic: the one it picked).
-  Strategy strategy() const noexcept { return primary_.strategy; }
+  Strategy strategy() const noexcept { return adapter_.strategy(); }
   /// The device the operator was initialised on; run() launches there.
-  int device() const noexcept { return device_; }
-  bool ready() const noexcept { return ready_; }
+  int device() const noexcept { return adapter_.device(); }
+  bool ready() const noexcept { return adapter_.ready(); }
 
  private:
-  Layout layout_{};
-  int device_ = 0;
-  detail::PlannedCall<T> primary_;
-  detail::PlannedCall<T> fallback_;  // automatic only: strategy stays `automatic` when there is none
-  bool ready_ = false;
+  detail::OperatorAdapter<detail::ForwardProblem<T>> adapter_;
 };
 
 }  // namespace rss

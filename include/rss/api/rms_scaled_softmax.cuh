@@ -60,16 +60,16 @@ Status describe_launches(const Config& config, std::int64_t rows, std::int64_t c
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
   DeviceInfo d;
   RSS_TRY(current_device_info(&d));
-  const Config concrete = detail::resolve(config, d, rows, cols, dtype_of<T>);
+  const Config concrete = detail::resolve<T>(config, d, rows, cols);
   LaunchList list;
   if (rows > 0 && cols > 0) {
-    detail::PlannedCall<T> planned;
+    detail::PlannedCall<detail::ForwardProblem<T>> planned;
     RSS_TRY(planned.make(concrete, detail::Call<T>{nullptr, nullptr, Layout::contiguous(rows, cols), nullptr, 0}, d,
                          false, nullptr));
     RSS_TRY(planned.launch(detail::Launcher{nullptr, &list, true}));
   } else {
     std::size_t unused = 0;  // an empty problem launches nothing, but the strategy must still exist
-    RSS_TRY(detail::concrete_workspace_bytes<T>(concrete.strategy, rows, cols, d, &unused));
+    RSS_TRY(detail::strategy_workspace_bytes<detail::ForwardProblem<T>>(concrete.strategy, rows, cols, d, &unused));
   }
   *out = list;
   return Status::success;
@@ -83,7 +83,7 @@ Status automatic_config(std::int64_t rows, std::int64_t cols, Config* out) noexc
   RSS_TRY(validate_shape(rows, cols, sizeof(T)));
   DeviceInfo d;
   RSS_TRY(current_device_info(&d));
-  *out = detail::resolve(Config{Strategy::automatic}, d, rows, cols, dtype_of<T>);
+  *out = detail::resolve<T>(Config{Strategy::automatic}, d, rows, cols);
   return Status::success;
 }
 

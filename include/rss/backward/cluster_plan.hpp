@@ -1,60 +1,29 @@
 #pragma once
-// Host planner of the backward strategy cluster_row: one thread-block cluster per row, x, y and dy
-// held in the registers of the cluster's blocks between the row sums and the elementwise dx. Pure host
-// C++: no CUDA headers, testable without a GPU.
-//
-// Kernel contract: block b (0 <= b < cluster_size) of a row's cluster owns the elements
-// [b * chunk_elems, min(cols, (b + 1) * chunk_elems)); its thread t holds elems_per_thread of them
-// of each of x, y and dy, as 16-byte vectors spaced `threads` vectors apart. chunk_elems is a multiple
-// of 8 (whole vectors for every storage type, so every block's share keeps the row's alignment) and at
-// most threads * elems_per_thread. One cluster per row; rows beyond the largest grid are looped over.
+// Host planner of the backward strategy cluster_row: one thread-block cluster per row, x, y and dy held in
+// the registers of the cluster's blocks between the row sums and the elementwise dx. The split is
+// rss/planner/row_split.hpp's (block b owns [b * chunk_elems, (b + 1) * chunk_elems), thread t holds
+// elems_per_thread elements of each array as 16-byte vectors spaced `threads` vectors apart); this file
+// holds the backward's constants. Pure host C++: no CUDA headers, testable without a GPU.
 #include <cstdint>
-#include <initializer_list>
 
+#include "rss/planner/row_split.hpp"
 #include "rss/status.hpp"
+#include "rss/strategy.hpp"
 #include "rss/types.hpp"
 
 namespace rss {
 
-struct BackwardClusterConfig {
-  int threads = 0;           // threads per block
-  int elems_per_thread = 0;  // elements of each of x, y, dy a thread keeps in registers
-  int cluster_size = 0;      // blocks per cluster, one cluster per row
-
-  friend constexpr bool operator==(const BackwardClusterConfig& a, const BackwardClusterConfig& b) noexcept {
-    return a.threads == b.threads && a.elems_per_thread == b.elems_per_thread && a.cluster_size == b.cluster_size;
-  }
-};
+/// The backward's configurations: the forward's ClusterConfig, always with RowResidence::registers.
+using BackwardClusterConfig = ClusterConfig;
+using BackwardClusterPlan = ClusterPlan;
 
 /// Instantiated configurations: threads x elements per thread (whole 16-byte vectors: 4 is fp32 only).
 /// Three arrays share the registers, so 32 elements per thread is 96 registers of data in fp32.
-inline constexpr int backward_cluster_threads[] = {256, 512};
-inline constexpr int backward_cluster_elems[] = {4, 8, 16, 32};
+using BackwardRegisterConfigs = ConfigGrid<IntList<256, 512>, IntList<4, 8, 16, 32>>;
+inline constexpr const int (&backward_cluster_threads)[2] = BackwardRegisterConfigs::ThreadList::values;
+inline constexpr const int (&backward_cluster_elems)[4] = BackwardRegisterConfigs::ElemList::values;
 /// Blocks per cluster the library launches: the portable limit.
-inline constexpr int backward_max_cluster_size = 8;
-
-struct BackwardClusterPlan {
-  std::int64_t rows = 0;
-  std::int64_t cols = 0;
-  BackwardClusterConfig config{};
-  std::int64_t chunk_elems = 0;  // elements of a row per block
-  std::int64_t grid_blocks = 0;  // clusters * cluster_size; 0 for an empty problem
-};
-
-namespace detail::backward {
-
-constexpr std::int64_t cluster_chunk(std::int64_t cols, int cluster_size) noexcept {
-  const std::int64_t share = cols / cluster_size + (cols % cluster_size != 0 ? 1 : 0);
-  return (share + 7) / 8 * 8;
-}
-
-constexpr bool listed(const int* values, int count, int v) noexcept {
-  for (int i = 0; i < count; ++i)
-    if (values[i] == v) return true;
-  return false;
-}
-
-}  // namespace detail::backward
+inline constexpr int backward_max_cluster_size = portable_cluster_size;
 
 /// Longest row cluster_row holds: 8 blocks x 512 threads x 32 elements.
 inline constexpr std::int64_t backward_cluster_max_cols = std::int64_t{backward_max_cluster_size} * 512 * 32;
@@ -62,78 +31,54 @@ inline constexpr std::int64_t backward_cluster_max_cols = std::int64_t{backward_
 /// Whether `c` is instantiated and holds a row of `cols` elements of `dtype` in clusters of at most `max_cluster_size`.
 constexpr bool backward_cluster_config_fits(const BackwardClusterConfig& c, std::int64_t cols, DType dtype,
                                             int max_cluster_size) noexcept {
-  const int vector_width = 16 / dtype_bytes(dtype);
-  if (!detail::backward::listed(backward_cluster_threads, 2, c.threads) ||
-      !detail::backward::listed(backward_cluster_elems, 4, c.elems_per_thread)) {
-    return false;
-  }
-  if (c.elems_per_thread % vector_width != 0) return false;
-  if (c.cluster_size < 1 || c.cluster_size > max_cluster_size || c.cluster_size > backward_max_cluster_size) return false;
-  return detail::backward::cluster_chunk(cols, c.cluster_size) <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
+  const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
+  return c.residence == RowResidence::registers && config_holds_row<BackwardRegisterConfigs>(c, cols, dtype, limit);
 }
 
-/// The default configuration. With y read (saved statistics false): 8 elements of each array per thread
-/// (about 64 registers for every storage type, measured with ptxas for sm_90: two blocks of 512 threads per
-/// SM, so one block's reductions overlap another's loads) in the fewest blocks that hold the row; rows longer
-/// than 8 such blocks take 16, then 32 elements per thread (32: 128 registers, one block per SM). 256 threads
-/// when they hold the block's share, with the fewest elements per thread that do.
+/// The backward's default rule. With y read: 8 elements of each array per thread (about 64 registers for
+/// every storage type, measured with ptxas for sm_90: two blocks of 512 threads per SM, so one block's
+/// reductions overlap another's loads) in the fewest blocks that hold the row; rows longer than 8 such
+/// blocks take 16, then 32 elements per thread (32: 128 registers, one block per SM).
 /// With saved statistics (two arrays held, x and dy), the backward pilot on the H200 (bench/NOTES.md) favoured
 /// 256-thread blocks with more elements each: one block of 256 threads with the fewest elements per thread
 /// that hold the row (4096 x 4096 bf16: 256 x 16, 53 us against 65 for 512 x 8; 16384 x 8192: 256 x 32, 350
 /// against 550), else 256 x 16 in the fewest blocks (4096 x 32768 fp32: 473 against 692), then 256 x 32,
-/// then 512 x 32. cluster_size 0 when no cluster of up to max_cluster_size blocks holds the row.
-constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t cols, DType dtype, int max_cluster_size,
-                                                                bool saved_statistics = false) noexcept {
-  const int vector_width = 16 / dtype_bytes(dtype);
-  const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
-  if (saved_statistics && limit >= 1) {
-    for (const int e : backward_cluster_elems)
-      if (e % vector_width == 0 && cols <= std::int64_t{256} * e) return {256, e, 1};
-    for (const int per_thread : {16, 32}) {
-      for (int c = 2; c <= limit; ++c)
-        if (detail::backward::cluster_chunk(cols, c) <= std::int64_t{256} * per_thread) return {256, per_thread, c};
-    }
+/// then the rule with y read.
+constexpr SplitRule backward_split_rule(bool saved_statistics) noexcept {
+  SplitRule rule;
+  if (saved_statistics) {
+    rule.steps[rule.step_count++] = {32, 256, 1, 1};
+    rule.steps[rule.step_count++] = {16, 256, 2, 0};
+    rule.steps[rule.step_count++] = {32, 256, 2, 0};
   }
-  for (const int per_thread : {8, 16, 32}) {
-    for (int c = 1; c <= limit; ++c) {
-      const std::int64_t chunk = detail::backward::cluster_chunk(cols, c);
-      if (chunk > 512 * per_thread) continue;
-      const int threads = chunk <= 256 * per_thread ? 256 : 512;
-      for (const int e : backward_cluster_elems) {
-        if (e % vector_width == 0 && chunk <= static_cast<std::int64_t>(threads) * e) return {threads, e, c};
-      }
-    }
-  }
-  return {};
+  for (const int cap : {8, 16, 32}) rule.steps[rule.step_count++] = {cap};
+  return rule;
 }
 
-/// Plans cluster_row. `preferred` (may be null) is used when it fits the row. Returns null_pointer,
-/// negative_size, size_overflow, unsupported_device (max_cluster_size < 1: no clusters) or not_admissible
-/// (the row is longer than a cluster holds); *out is untouched on failure.
+/// The default configuration; cluster_size 0 when no cluster of up to max_cluster_size blocks holds the row.
+constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t cols, DType dtype, int max_cluster_size,
+                                                                bool saved_statistics = false) noexcept {
+  const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
+  return apply_split_rule(backward_split_rule(saved_statistics), backward_cluster_elems,
+                          BackwardRegisterConfigs::ElemList::count, cols, dtype, limit);
+}
+
+/// Plans cluster_row. `preferred` (may be null) is used as given or refused: invalid_strategy when it is
+/// not instantiated (threads, elements, a residence other than registers), not_admissible when it does not
+/// hold the row. Also null_pointer, negative_size, size_overflow, unsupported_device (max_cluster_size < 1:
+/// no clusters) or not_admissible (the row is longer than a cluster holds); *out is untouched on failure.
 inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows, std::int64_t cols, DType dtype,
                                         const BackwardClusterConfig* preferred, BackwardClusterPlan* out,
                                         bool saved_statistics = false) noexcept {
-  if (out == nullptr) return Status::null_pointer;
-  if (rows < 0 || cols < 0) return Status::negative_size;
-  if (rows > 0 && cols > INT64_MAX / dtype_bytes(dtype) / rows) return Status::size_overflow;
-  BackwardClusterPlan plan;
-  plan.rows = rows;
-  plan.cols = cols;
-  if (rows == 0 || cols == 0) {
-    *out = plan;
-    return Status::success;
-  }
-  if (max_cluster_size < 1) return Status::unsupported_device;
-  BackwardClusterConfig c = default_backward_cluster_config(cols, dtype, max_cluster_size, saved_statistics);
-  if (preferred != nullptr && backward_cluster_config_fits(*preferred, cols, dtype, max_cluster_size)) c = *preferred;
-  if (c.cluster_size == 0) return Status::not_admissible;
-  plan.config = c;
-  plan.chunk_elems = detail::backward::cluster_chunk(cols, c.cluster_size);
-  constexpr std::int64_t max_grid = 2147483647;
-  const std::int64_t max_clusters = max_grid / c.cluster_size;
-  plan.grid_blocks = (rows < max_clusters ? rows : max_clusters) * c.cluster_size;
-  *out = plan;
-  return Status::success;
+  const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
+  return plan_clusters(
+      rows, cols, dtype, limit, default_backward_cluster_config(cols, dtype, limit, saved_statistics), preferred,
+      [&](const ClusterConfig& c) { return backward_cluster_config_fits(c, cols, dtype, limit); },
+      [&](const ClusterConfig& c) {
+        return c.residence == RowResidence::registers && BackwardRegisterConfigs::has(c.threads, c.elems_per_thread) &&
+               c.elems_per_thread % (16 / dtype_bytes(dtype)) == 0;
+      },
+      out);
 }
 
 /// automatic's rule between the backward's strategies, before any refusal. Reading y: cluster_row holds the

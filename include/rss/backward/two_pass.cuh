@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
 
+#include "rss/planner/row_split.hpp"
 #include "rss/backward/layout.hpp"
 #include "rss/backward/row_sums.cuh"
 #include "rss/detail/launch.cuh"
@@ -16,36 +17,14 @@
 namespace rss::detail::backward::two_pass {
 
 inline constexpr int threads = 512;
-/// A chunk below this is not worth a block of its own.
-inline constexpr std::int64_t min_chunk_elems = 4096;
-/// Blocks per SM the chunking aims for (512 threads: 4 blocks fill an SM's 2048 threads).
-inline constexpr int target_blocks_per_sm = 4;
 /// 16-byte vectors of each matrix a thread loads before it uses the first.
 inline constexpr int unroll = 2;
 
-struct Geometry {
-  std::int64_t chunks;       // chunks per row
-  std::int64_t chunk_elems;  // a multiple of 8, so every chunk keeps the row's alignment
-};
-
-/// Most chunks a row can be cut into: sizes the workspace independently of the device.
-inline std::int64_t max_chunks(std::int64_t cols) { return (cols + min_chunk_elems - 1) / min_chunk_elems; }
-
-inline Geometry geometry(std::int64_t rows, std::int64_t cols, int sm_count) {
-  const std::int64_t target = static_cast<std::int64_t>(sm_count) * target_blocks_per_sm;
-  std::int64_t chunks = (target + rows - 1) / rows;
-  if (chunks > max_chunks(cols)) chunks = max_chunks(cols);
-  if (chunks < 1) chunks = 1;
-  std::int64_t chunk_elems = (cols + chunks - 1) / chunks;
-  chunk_elems = (chunk_elems + 7) / 8 * 8;
-  return {(cols + chunk_elems - 1) / chunk_elems, chunk_elems};
-}
-
 struct Workspace {
-  RowSums* partials;  // rows x max_chunks(cols)
+  RowSums* partials;  // rows x max_row_chunks(cols)
 
   static Workspace carve(WorkspaceCarver& carver, std::int64_t rows, std::int64_t cols) {
-    return {carver.take<RowSums>(rows * max_chunks(cols))};
+    return {carver.take<RowSums>(rows * max_row_chunks(cols))};
   }
 };
 
@@ -100,7 +79,7 @@ __device__ __forceinline__ void tile_walk(const T* x, const T* y, const T* g, T*
 
 struct Item {
   std::int64_t row, chunk, begin, size;
-  __device__ Item(std::int64_t item, const BackwardLayout& l, Geometry geo)
+  __device__ Item(std::int64_t item, const BackwardLayout& l, ChunkGeometry geo)
       : row(item / geo.chunks), chunk(item % geo.chunks), begin(chunk * geo.chunk_elems),
         size(min(geo.chunk_elems, l.cols - chunk * geo.chunk_elems)) {}
 };
@@ -108,7 +87,7 @@ struct Item {
 /// Saved: y is null and each row's statistics recompute it.
 template <class T, bool Saved>
 __global__ void __launch_bounds__(threads) sums(const T* x, const T* y, const RowStatistics* stats, const T* dy,
-                                                BackwardLayout l, Geometry geo, RowSums* partials) {
+                                                BackwardLayout l, ChunkGeometry geo, RowSums* partials) {
   __shared__ typename cub::BlockReduce<RowSums, threads>::TempStorage storage;
   for (std::int64_t item = blockIdx.x; item < l.rows * geo.chunks; item += gridDim.x) {
     const Item it(item, l, geo);
@@ -129,7 +108,7 @@ __global__ void __launch_bounds__(threads) sums(const T* x, const T* y, const Ro
 
 template <class T, bool Saved>
 __global__ void __launch_bounds__(threads) apply(const T* x, const T* y, const RowStatistics* stats, const T* dy, T* dx,
-                                                 BackwardLayout l, Geometry geo, const RowSums* partials) {
+                                                 BackwardLayout l, ChunkGeometry geo, const RowSums* partials) {
   struct Shared {
     typename cub::BlockReduce<RowSums, threads>::TempStorage reduce;
     RowSums total;
@@ -164,7 +143,7 @@ Status launch(const T* x, const T* y, const RowStatistics* stats, const T* dy, T
               void* workspace, int sm_count, const Launcher& launcher) {
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, l.rows, l.cols);
-  const Geometry geo = geometry(l.rows, l.cols, sm_count);
+  const ChunkGeometry geo = plan_chunks(l.rows, l.cols, sm_count);
   const unsigned grid = grid_for(l.rows * geo.chunks);
   const auto* partials = static_cast<const RowSums*>(w.partials);
   if (stats != nullptr) {

@@ -8,10 +8,13 @@
 namespace rss {
 
 namespace detail {
-inline cudaError_t& last_cuda_error_slot() noexcept {
-  static thread_local cudaError_t err = cudaSuccess;
+/// The last error of a library (CUDA's, NCCL's) that rss turned into a Status, per host thread.
+template <class Error, Error None>
+Error& last_error_slot() noexcept {
+  static thread_local Error err = None;
   return err;
 }
+inline cudaError_t& last_cuda_error_slot() noexcept { return last_error_slot<cudaError_t, cudaSuccess>(); }
 }  // namespace detail
 
 /// The CUDA error behind the last Status::cuda_error returned on this host thread.
@@ -40,10 +43,3 @@ inline Status check_launch(cudaStream_t stream) noexcept {
 
 }  // namespace detail
 }  // namespace rss
-
-/// Returns from the enclosing function when `expr` (an rss::Status) is not success.
-#define RSS_TRY(expr)                                      \
-  do {                                                     \
-    const ::rss::Status rss_try_status_ = (expr);          \
-    if (!::rss::ok(rss_try_status_)) return rss_try_status_; \
-  } while (0)

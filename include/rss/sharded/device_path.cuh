@@ -1,8 +1,9 @@
 #pragma once
 // Path nccl_device: one kernel per rank, rows sharded by columns over the ranks of an NCCL
 // communicator whose ranks all reach each other by load/store (NCCL's LSA team is the whole
-// communicator). On every rank, one thread-block cluster per row keeps the rank's share of the row in
-// registers, as cluster_row does on one GPU, so x is read once and y written once:
+// communicator). The kernel is the row agent's (rss/agent/row_agent.cuh): the forward row program in
+// registers, as cluster_row runs it on one GPU, with a combine that continues across ranks, so x is read
+// once and y written once:
 //   1. block statistics -> cluster statistics (distributed shared memory);
 //   2. every block pushes them into its slot of every rank's symmetric window (NVLink stores) and waits
 //      for the same block index of every peer: either each 8-byte word carries the row's sequence number
@@ -17,34 +18,20 @@
 #include <nccl_device.h>
 
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 #include <type_traits>
 
+#include "rss/agent/cluster_combine.cuh"
+#include "rss/agent/forward_row.cuh"
+#include "rss/agent/row_agent.cuh"
 #include "rss/detail/cuda_status.cuh"
 #include "rss/detail/launch.cuh"
-#include "rss/storage.cuh"
-#include "rss/phases/exp_sum.cuh"
-#include "rss/phases/row_stats.cuh"
-#include "rss/phases/tile_io.cuh"
-#include "rss/sharded/plan.hpp"
-#include "rss/detail/occupancy.cuh"
 #include "rss/device.cuh"
-#include "rss/sync/cluster_reduce.cuh"
+#include "rss/planner/cluster_plan.hpp"
+#include "rss/sharded/plan.hpp"
+#include "rss/storage.cuh"
 #include "rss/types.hpp"
 
 namespace rss::detail::sharded {
-
-inline constexpr int max_cluster_blocks = 8;  // the portable cluster size
-
-template <int Threads>
-struct DeviceShared {
-  typename cub::BlockReduce<RowStatsPartial, Threads>::TempStorage stats_storage;
-  typename cub::BlockReduce<float, Threads>::TempStorage sum_storage;
-  RowStatsPartial stats_slots[max_cluster_blocks];
-  float sum_slots[max_cluster_blocks];
-  RowStatsPartial peer_stats[max_device_world];  // flags: what each rank pushed for this row
-  float peer_sums[max_device_world];
-};
 
 /// 8-byte words that are single-copy atomic across NVLink: the data and its sequence number arrive
 /// together, so a reader that sees the number has the data (no fence on either side).
@@ -66,276 +53,203 @@ __device__ __forceinline__ std::uint32_t wait_word(const std::uint64_t* p, std::
   return static_cast<std::uint32_t>(v);
 }
 
-/// Which bounds and alignment tests a kernel instantiation makes (the cheapest the call allows: every
-/// test costs registers, and registers decide how many blocks share an SM).
-enum class Fit : int {
-  checked,  // any width and alignment: a test per element
-  vectors,  // whole 16-byte vectors, 16-byte aligned: a test per vector
-  exact,    // every block's part is exactly Threads * Elems elements: no tests
+/// A round's value as 4-byte words of the flag slot (max, low and high halves of the sum of squares; sum).
+template <class V>
+struct FlagWords;
+template <>
+struct FlagWords<RowStatsPartial> {
+  static constexpr int count = 3;
+  __device__ static std::uint32_t word(const RowStatsPartial& v, int i) {
+    const auto bits = static_cast<std::uint64_t>(__double_as_longlong(v.sum_sq));
+    return i == 0 ? __float_as_uint(v.max) : static_cast<std::uint32_t>(i == 1 ? bits : bits >> 32);
+  }
+  __device__ static RowStatsPartial value(const std::uint32_t* w) {
+    const std::uint64_t bits = static_cast<std::uint64_t>(w[1]) | (static_cast<std::uint64_t>(w[2]) << 32);
+    return {__uint_as_float(w[0]), __longlong_as_double(static_cast<long long>(bits))};
+  }
+};
+template <>
+struct FlagWords<float> {
+  static constexpr int count = 1;
+  __device__ static std::uint32_t word(float v, int) { return __float_as_uint(v); }
+  __device__ static float value(const std::uint32_t* w) { return __uint_as_float(w[0]); }
 };
 
-/// The cross-rank exchange of one block: its slot [block][rank] in every rank's window, and the LSA
-/// barrier it shares with block `blockIdx.x` of every peer.
+/// Where the cross-rank exchange of block `blockIdx.x` lives in the symmetric window: its slot [block][rank]
+/// in every rank's window (lsa_barrier: one 16-byte slot a round; flags: four tagged 8-byte words in all),
+/// and the LSA barrier it shares with block `blockIdx.x` of every peer.
 struct RankExchange {
   ncclWindow_t window;
-  std::int64_t stats_offset;  // bytes into the window
-  std::int64_t sums_offset;
+  std::int64_t round_offsets[2];  // bytes into the window: lsa_barrier's slots of rounds 0 and 1
   std::int64_t flags_offset;
   std::int64_t counters_offset;
   int rank;
   int world;
   DeviceExchange mode;
 
-  __device__ std::size_t slot(std::int64_t region, int source) const {
-    return static_cast<std::size_t>(region + (static_cast<std::int64_t>(blockIdx.x) * world + source) * 16);
+  __device__ std::size_t slot(int round, int source) const {
+    return static_cast<std::size_t>(round_offsets[round] + (static_cast<std::int64_t>(blockIdx.x) * world + source) * 16);
   }
   __device__ std::size_t flag_slot(int source) const {
     return static_cast<std::size_t>(flags_offset + (static_cast<std::int64_t>(blockIdx.x) * world + source) * 32);
   }
+};
 
-  /// flags: pushes the row's statistics as three tagged words to every rank, then threads 0..world-1
-  /// each wait for one rank's words in this rank's window. Returns the rank-ordered combination.
-  template <int Threads>
-  __device__ RowStatsPartial stats_by_flags(RowStatsPartial mine, std::uint32_t seq, DeviceShared<Threads>& shared) const {
-    const int t = static_cast<int>(threadIdx.x);
-    if (t == 0) {
-      const auto bits = static_cast<std::uint64_t>(__double_as_longlong(mine.sum_sq));
-      for (int p = 0; p < world; ++p) {
-        auto* w = static_cast<std::uint64_t*>(ncclGetPeerPointer(window, flag_slot(rank), p));
-        store_word(w + 0, tagged(seq, __float_as_uint(mine.max)));
-        store_word(w + 1, tagged(seq, static_cast<std::uint32_t>(bits)));
-        store_word(w + 2, tagged(seq, static_cast<std::uint32_t>(bits >> 32)));
-      }
-    }
-    if (t < world) {
-      const auto* w = static_cast<const std::uint64_t*>(ncclGetLocalPointer(window, flag_slot(t)));
-      const std::uint32_t max = wait_word(w + 0, seq);
-      const std::uint64_t lo = wait_word(w + 1, seq), hi = wait_word(w + 2, seq);
-      shared.peer_stats[t] = {__uint_as_float(max), __longlong_as_double(static_cast<long long>(lo | (hi << 32)))};
-    }
-    __syncthreads();  // peer_stats is written again only after the next row's sum exchange has synchronised
-    RowStatsPartial total = shared.peer_stats[0];
-    for (int p = 1; p < world; ++p) total = CombineRowStats{}(total, shared.peer_stats[p]);
-    return total;
+/// What the sharded kernel receives besides the row program's parameters.
+struct RankParams {
+  ncclDevComm comm;
+  RankExchange exchange;
+};
+
+/// Block, then cluster, then every rank's block of the same index. Slot reuse across rows is safe without
+/// double buffering. lsa_barrier: a block writes a round's slots again only after the next barrier, which
+/// every peer passes only after it has read them. flags: a block pushes row k+1's round 0 only after it has
+/// every peer's row-k round 1, which each peer pushed after reading row k's round 0 (and symmetrically), so
+/// no word is overwritten unread.
+template <int Threads, class R>
+class RankCombine {
+  static_assert(R::count == 2, "the flag words and the window's slots hold the forward's two rounds");
+  using Cluster = ClusterCombine<Threads, R>;
+  using V0 = typename RoundValue<0, R>::type;
+  using V1 = typename RoundValue<1, R>::type;
+  static_assert(FlagWords<V0>::count + FlagWords<V1>::count <= 4, "a flag slot is four 8-byte words");
+  static_assert(sizeof(V0) <= 16 && sizeof(V1) <= 16, "lsa_barrier slots are 16 bytes");
+
+ public:
+  struct Storage {
+    typename Cluster::Storage cluster;
+    V0 peers0[max_device_world];
+    V1 peers1[max_device_world];
+  };
+
+  __device__ RankCombine(const RankParams& p, int cluster_size, Storage& storage)
+      : cluster_(cluster_size, storage.cluster), storage_(storage), exchange_(p.exchange),
+        barrier_(ncclCoopCta(), p.comm, ncclTeamTagLsa(), blockIdx.x),
+        counter_(static_cast<std::uint64_t*>(ncclGetLocalPointer(
+            p.exchange.window,
+            static_cast<std::size_t>(p.exchange.counters_offset + 8 * static_cast<std::int64_t>(blockIdx.x)))))
+        // flags: one sequence number per row, continuing from the last launch (every rank's block b handles
+        // the same rows, so the numbers agree); 0 is the window's initial content, never a row's number.
+        ,
+        seq_(static_cast<std::uint32_t>(__ldcg(reinterpret_cast<const unsigned long long*>(counter_)))) {}
+
+  __device__ void begin_row() {
+    if (++seq_ == 0) seq_ = 1;
   }
 
-  template <int Threads>
-  __device__ float sum_by_flags(float mine, std::uint32_t seq, DeviceShared<Threads>& shared) const {
+  template <int I, class Op>
+  __device__ __forceinline__ typename RoundValue<I, R>::type all_reduce(typename RoundValue<I, R>::type thread_value,
+                                                                        Op op) {
+    using V = typename RoundValue<I, R>::type;
+    const V mine = cluster_.template all_reduce<I>(thread_value, op);
+    if (exchange_.mode == DeviceExchange::flags) {
+      V* peers = I == 0 ? reinterpret_cast<V*>(storage_.peers0) : reinterpret_cast<V*>(storage_.peers1);
+      return by_flags<V>(mine, I == 0 ? 0 : FlagWords<V0>::count, peers, op);
+    }
+    return by_barrier(mine, I, op);
+  }
+
+  __device__ void end_row() { cluster_.end_row(); }
+
+  __device__ void finish() {
+    cluster_.finish();
+    __syncthreads();  // every thread has read the counter before it changes
+    if (threadIdx.x == 0) *counter_ = seq_;
+  }
+
+ private:
+  /// Thread 0 pushes the value as tagged words to every rank; threads 0..world-1 each wait for one rank's
+  /// words in this rank's window. Returns the rank-ordered combination.
+  template <class V, class Op>
+  __device__ V by_flags(const V& mine, int first_word, V* peers, Op op) {
+    using Words = FlagWords<V>;
+    const RankExchange& x = exchange_;
     const int t = static_cast<int>(threadIdx.x);
     if (t == 0) {
-      for (int p = 0; p < world; ++p) {
-        auto* w = static_cast<std::uint64_t*>(ncclGetPeerPointer(window, flag_slot(rank), p));
-        store_word(w + 3, tagged(seq, __float_as_uint(mine)));
+      for (int p = 0; p < x.world; ++p) {
+        auto* w = static_cast<std::uint64_t*>(ncclGetPeerPointer(x.window, x.flag_slot(x.rank), p)) + first_word;
+        for (int i = 0; i < Words::count; ++i) store_word(w + i, tagged(seq_, Words::word(mine, i)));
       }
     }
-    if (t < world) {
-      const auto* w = static_cast<const std::uint64_t*>(ncclGetLocalPointer(window, flag_slot(t)));
-      shared.peer_sums[t] = __uint_as_float(wait_word(w + 3, seq));
+    if (t < x.world) {
+      const auto* w = static_cast<const std::uint64_t*>(ncclGetLocalPointer(x.window, x.flag_slot(t))) + first_word;
+      std::uint32_t words[Words::count];
+      for (int i = 0; i < Words::count; ++i) words[i] = wait_word(w + i, seq_);
+      peers[t] = Words::value(words);
     }
-    __syncthreads();
-    float total = shared.peer_sums[0];
-    for (int p = 1; p < world; ++p) total += shared.peer_sums[p];
+    __syncthreads();  // peers[] is written again only after the next round's exchange has synchronised
+    V total = peers[0];
+    for (int p = 1; p < x.world; ++p) total = op(total, peers[p]);
     return total;
   }
 
   /// Pushes `mine` to every rank (thread 0; the barrier's release orders the NVLink stores before the
   /// peers see its arrival), waits for every peer's push, and returns the rank-ordered combination.
-  template <class V, class Op, class Barrier>
-  __device__ V all_reduce(V mine, std::int64_t region, Barrier& barrier, Op op) const {
+  template <class V, class Op>
+  __device__ V by_barrier(const V& mine, int round, Op op) {
+    const RankExchange& x = exchange_;
     if (threadIdx.x == 0) {
-      for (int p = 0; p < world; ++p) *static_cast<V*>(ncclGetPeerPointer(window, slot(region, rank), p)) = mine;
+      for (int p = 0; p < x.world; ++p) *static_cast<V*>(ncclGetPeerPointer(x.window, x.slot(round, x.rank), p)) = mine;
     }
-    barrier.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+    barrier_.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
     // Read through L2: these lines were written by peers over NVLink since this block last read them.
-    const V* local = static_cast<const V*>(ncclGetLocalPointer(window, slot(region, 0)));
-    V total = load(local);
-    for (int p = 1; p < world; ++p) total = op(total, load(reinterpret_cast<const V*>(reinterpret_cast<const char*>(local) + 16 * p)));
+    const auto* local = static_cast<const char*>(ncclGetLocalPointer(x.window, x.slot(round, 0)));
+    V total = load(reinterpret_cast<const V*>(local));
+    for (int p = 1; p < x.world; ++p) total = op(total, load(reinterpret_cast<const V*>(local + 16 * p)));
     return total;
   }
 
   __device__ static RowStatsPartial load(const RowStatsPartial* p) { return {__ldcg(&p->max), __ldcg(&p->sum_sq)}; }
   __device__ static float load(const float* p) { return __ldcg(p); }
+
+  Cluster cluster_;
+  Storage& storage_;
+  RankExchange exchange_;
+  ncclLsaBarrierSession<ncclCoopCta> barrier_;
+  std::uint64_t* counter_;
+  std::uint32_t seq_;
 };
 
-/// This block's part of one row: x_row[0, n) in, y_row[0, n) out, `global_cols` the whole row's length.
-/// Slot reuse across rows is safe without double buffering. lsa_barrier: a block writes a region again
-/// only after the next barrier, which every peer passes only after it has read that region. flags: a
-/// block pushes row k+1's statistics only after it has every peer's row-k sum, which each peer pushed
-/// after reading row k's statistics (and symmetrically for the sums), so no word is overwritten unread.
-template <Fit F, class T, int Threads, int Elems, class Barrier>
-__device__ __forceinline__ void process_row(const T* x_row, T* y_row, std::int64_t n, std::int64_t global_cols,
-                                            int cluster_size, ClusterStart& start, DeviceShared<Threads>& shared,
-                                            const RankExchange& exchange, Barrier& barrier, std::uint32_t seq) {
-  using Traits = StorageTraits<T>;
-  constexpr int W = vector_width<T>;
-  constexpr int V = Elems / W;
-  const int t = static_cast<int>(threadIdx.x);
-  const auto index = [&](int u, int e) { return (u * Threads + t) * W + e; };
-  const int held = F == Fit::vectors ? static_cast<int>((n / W - t + Threads - 1) / Threads) : V;
-  const auto vector_valid = [&](int u) {
-    if constexpr (F == Fit::exact) return true;
-    else if constexpr (F == Fit::vectors) return u < held;
-    else return index(u, W - 1) < n;
-  };
-  const auto valid = [&](int u, int e) {
-    if constexpr (F == Fit::checked) return index(u, e) < n;
-    else return vector_valid(u);
-  };
-
-  Vector<T> raw[V];
-  const bool x_vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(x_row) % 16 == 0;
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    if (x_vectors && vector_valid(u)) {
-      raw[u] = load_vector(x_row + index(u, 0));
-    } else {
-#pragma unroll
-      for (int e = 0; e < W; ++e) raw[u].v[e] = valid(u, e) ? x_row[index(u, e)] : Traits::from_float(0.0f);
-    }
-  }
-  RowStatsPartial stats = RowStatsPartial::identity();
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-#pragma unroll
-    for (int e = 0; e < W; ++e)
-      if (valid(u, e)) stats.add(Traits::to_float(raw[u].v[e]));
-  }
-  stats = cub::BlockReduce<RowStatsPartial, Threads>(shared.stats_storage).Reduce(stats, CombineRowStats{});
-  stats = cluster_all_reduce(stats, shared.stats_slots, cluster_size, start, CombineRowStats{});
-  const RowStatsPartial global = exchange.mode == DeviceExchange::flags
-                                     ? exchange.stats_by_flags(stats, seq, shared)
-                                     : exchange.all_reduce(stats, exchange.stats_offset, barrier, CombineRowStats{});
-  const RowScale scale = make_row_scale(global, global_cols);
-
-  // fp32 keeps the exponentials in the registers that held x; 16-bit types recompute them.
-  constexpr bool keep_exps = sizeof(T) == sizeof(float);
-  float exps[keep_exps ? V : 1][W];
-  float sum = 0.0f;
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-#pragma unroll
-    for (int e = 0; e < W; ++e) {
-      const float ex = valid(u, e) ? scale.exp_of(Traits::to_float(raw[u].v[e])) : 0.0f;
-      if constexpr (keep_exps) exps[u][e] = ex;
-      sum += ex;
-    }
-  }
-  sum = cub::BlockReduce<float, Threads>(shared.sum_storage).Sum(sum);
-  sum = cluster_all_reduce(sum, shared.sum_slots, cluster_size, start, SumFloat{});
-  const float inv_sum = 1.0f / (exchange.mode == DeviceExchange::flags
-                                    ? exchange.sum_by_flags(sum, seq, shared)
-                                    : exchange.all_reduce(sum, exchange.sums_offset, barrier, SumFloat{}));
-  const auto out = [&](int u, int e) {
-    if constexpr (keep_exps) return Traits::from_float(exps[u][e] * inv_sum);
-    else return Traits::from_float(scale.exp_of(Traits::to_float(raw[u].v[e])) * inv_sum);
-  };
-
-  const bool y_vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(y_row) % 16 == 0;
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    if (y_vectors && vector_valid(u)) {
-      Vector<T> vec;
-#pragma unroll
-      for (int e = 0; e < W; ++e) vec.v[e] = out(u, e);
-      store_vector(y_row + index(u, 0), vec);
-    } else {
-#pragma unroll
-      for (int e = 0; e < W; ++e)
-        if (valid(u, e)) y_row[index(u, e)] = out(u, e);
-    }
-  }
-}
-
-/// One row per cluster, rows looped over; block b uses LSA barrier b (the plan's grid is the same on
-/// every rank and co-resident on every GPU). `l` is this rank's shard: l.cols local columns.
-template <class T, int Threads, int Elems, Fit F>
-__global__ void __launch_bounds__(Threads, 2048 / Threads / 2)  // at most 64 registers: 2 blocks of 512 per SM
-    device_kernel(const T* x, T* y, Layout l, std::int64_t global_cols, std::int64_t chunk, int cluster_size,
-                  ncclDevComm comm, RankExchange exchange) {
-#if RSS_CLUSTER_DEVICE_CODE  // rss/sync/cluster_reduce.cuh: clusters from sm_90; the host admits no other code
-  __shared__ DeviceShared<Threads> shared;
-  namespace cg = cooperative_groups;
-  const int crank = cluster_size > 1 ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
-  const std::int64_t begin = crank * chunk;
-  const std::int64_t n = max(min(chunk, l.cols - begin), std::int64_t{0});
-  ClusterStart start(cluster_size);
-  ncclLsaBarrierSession<ncclCoopCta> barrier(ncclCoopCta(), comm, ncclTeamTagLsa(), blockIdx.x);
-  // flags: one sequence number per row, continuing from the last launch (every rank's block b handles
-  // the same rows, so the numbers agree); 0 is the window's initial content, never a row's number.
-  auto* counter = static_cast<std::uint64_t*>(ncclGetLocalPointer(exchange.window, static_cast<std::size_t>(
-                                                  exchange.counters_offset + 8 * static_cast<std::int64_t>(blockIdx.x))));
-  std::uint32_t seq = static_cast<std::uint32_t>(__ldcg(reinterpret_cast<const unsigned long long*>(counter)));
-  for (std::int64_t row = blockIdx.x / cluster_size; row < l.rows; row += gridDim.x / cluster_size) {
-    if (++seq == 0) seq = 1;
-    process_row<F, T, Threads, Elems>(x + row * l.ld_x + begin, y + row * l.ld_y + begin, n, global_cols,
-                                      cluster_size, start, shared, exchange, barrier, seq);
-  }
-  __syncthreads();  // every thread has read `counter` before it changes
-  if (threadIdx.x == 0) *counter = seq;
-#else
-  __trap();
-#endif
-}
+/// The combine of rows sharded over ranks (rss/agent/row_agent.cuh's Scope).
+struct AcrossRanks {
+  using Params = RankParams;
+  template <int Threads, class R>
+  using Combine = RankCombine<Threads, R>;
+};
 
 template <class T>
-using DeviceKernel = void (*)(const T*, T*, Layout, std::int64_t, std::int64_t, int, ncclDevComm, RankExchange);
-
-template <class T, int Threads, int Elems>
-DeviceKernel<T> device_instance(Fit fit) {
-  if constexpr (Elems % vector_width<T> == 0) {
-    switch (fit) {
-      case Fit::checked: return device_kernel<T, Threads, Elems, Fit::checked>;
-      case Fit::vectors: return device_kernel<T, Threads, Elems, Fit::vectors>;
-      case Fit::exact: return device_kernel<T, Threads, Elems, Fit::exact>;
-    }
-  }
-  return nullptr;
-}
+using DeviceProgram = ForwardRow<T, NoStatistics>;
+template <class T>
+using DeviceKernel = RowKernel<DeviceProgram<T>, AcrossRanks>;
+using DeviceFits = FitList<Fit::checked, Fit::vectors, Fit::exact>;
 
 /// The instantiation of a configuration plan_device_config() can return; null for anything else.
 template <class T>
 DeviceKernel<T> device_kernel_for(const ShardedDeviceConfig& c, Fit fit) {
-  const auto pick = [&](auto threads_constant) -> DeviceKernel<T> {
-    constexpr int Th = decltype(threads_constant)::value;
-    switch (c.elems_per_thread) {
-      case 8: return device_instance<T, Th, 8>(fit);
-      case 16: return device_instance<T, Th, 16>(fit);
-      case 32: return device_instance<T, Th, 32>(fit);
-      default: return nullptr;
-    }
-  };
-  if (c.threads == 256) return pick(std::integral_constant<int, 256>{});
-  if (c.threads == 512) return pick(std::integral_constant<int, 512>{});
-  return nullptr;
+  return register_kernel_for<DeviceProgram<T>, AcrossRanks, ForwardRegisterConfigs, DeviceFits>(c, fit);
 }
 
-/// The cheapest instantiation this rank's pointers and shard allow. Parts start at multiples of 8
-/// elements, so aligned rows of whole vectors stay aligned in every block.
+/// The cheapest instantiation this rank's pointers and shard allow (the plan is the widest share's, so a
+/// narrower rank checks its own width).
 template <class T>
 Fit device_fit(const ShardedDevicePlan& plan, const T* x, const T* y, const Layout& l) {
-  constexpr int W = vector_width<T>;
-  const bool aligned = (reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) % 16 == 0 &&
-                       l.ld_x % W == 0 && l.ld_y % W == 0;
-  if (!aligned || l.cols % W != 0) return Fit::checked;
-  const ShardedDeviceConfig& c = plan.config;
-  const std::int64_t share = static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
-  return plan.chunk_elems == share && l.cols == share * c.cluster_size ? Fit::exact : Fit::vectors;
+  ClusterPlan mine = plan;
+  mine.cols = l.cols;
+  return row_fit({x, y}, {l.ld_x, l.ld_y}, dtype_of<T>, mine, true);
 }
 
-/// Clusters of `config` co-resident on the current device (0: none, or a build without sm_90 code for the
-/// kernel), for this rank's kernel.
+/// Clusters of the plan co-resident on the current device, for this rank's kernel (not_admissible: none;
+/// unsupported_device: a build without sm_90 code for the kernel).
 template <class T>
-Status resident_clusters(const ShardedDeviceConfig& c, Fit fit, std::int64_t* out) noexcept {
-  const DeviceKernel<T> kernel = device_kernel_for<T>(c, fit);
-  if (kernel == nullptr) return Status::invalid_strategy;
+Status resident_clusters(const ShardedDevicePlan& plan, Fit fit, std::int64_t* out) noexcept {
   DeviceInfo d;
   RSS_TRY(current_device_info(&d));
-  KernelFacts facts;
-  RSS_TRY(kernel_facts(kernel, d, &facts));
-  if (facts.binary_version < 90) return Status::unsupported_device;
-  int clusters = 0;
-  RSS_TRY(active_clusters(kernel, d, c.threads, c.cluster_size, 0, &clusters));
-  *out = clusters;
+  ClusterPlan probe = plan;
+  probe.rows = max_grid_blocks;  // as many clusters as will be resident
+  probe.grid_blocks = cluster_grid_blocks(probe.rows, probe.config.cluster_size);
+  int unused = 0;
+  RSS_TRY(admit_row_kernel(device_kernel_for<T>(plan.config, fit), d, ClusterGrid::resident_looping, &probe, &unused));
+  *out = probe.grid_blocks / probe.config.cluster_size;
   return Status::success;
 }
 
@@ -348,11 +262,12 @@ Status launch_device_path(const ShardedDevicePlan& plan, DeviceKernel<T> kernel,
                           Launcher launcher) {
   if (plan.grid_blocks == 0) return Status::success;
   if (kernel == nullptr) return Status::invalid_strategy;
-  const ShardedDeviceConfig& c = plan.config;
-  launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
+  launcher.cluster_size = static_cast<unsigned>(plan.config.cluster_size);
+  RowSplit split = RowSplit::of(plan);
+  split.cols = l.cols;  // this rank's share; the plan's chunk is the widest share's, the same on every rank
   return launcher("sharded::nccl_device", kernel, static_cast<unsigned>(plan.grid_blocks),
-                  static_cast<unsigned>(c.threads), 0, false, 0, x, y, l, global_cols, plan.chunk_elems,
-                  c.cluster_size, comm, exchange);
+                  static_cast<unsigned>(plan.config.threads), 0, false, 0,
+                  ForwardParams<T>{x, y, nullptr, l.ld_x, l.ld_y, global_cols}, RankParams{comm, exchange}, split);
 }
 
 }  // namespace rss::detail::sharded

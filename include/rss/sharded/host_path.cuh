@@ -15,6 +15,7 @@
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/normalize.cuh"
 #include "rss/phases/row_stats.cuh"
+#include "rss/strategies/local_fusion.cuh"
 #include "rss/sharded/nccl_status.hpp"
 #include "rss/sharded/plan.hpp"
 #include "rss/types.hpp"
@@ -39,14 +40,9 @@ struct HostBuffers {
   }
 };
 
-/// The (row, chunk) work item of a launch as a tile of this rank's shard (empty past its width).
-struct HostTile {
-  std::int64_t row, chunk, x_offset, y_offset, size;
-  __device__ HostTile(std::int64_t item, const Layout& l, HostGeometry g)
-      : row(item / g.chunks), chunk(item % g.chunks), x_offset(row * l.ld_x + chunk * g.chunk_elems),
-        y_offset(row * l.ld_y + chunk * g.chunk_elems),
-        size(max(min(g.chunk_elems, l.cols - chunk * g.chunk_elems), std::int64_t{0})) {}
-};
+/// A (row, chunk) work item of this rank's shard: local_fusion's tile, empty past the rank's width.
+using HostTile = local_fusion::Tile;
+static_assert(host_threads == local_fusion::threads, "the host path launches local_fusion's stats kernel");
 
 /// Combines the world * chunks gathered statistics of `row`, rank-major, identically on every rank.
 template <int Threads>
@@ -69,16 +65,6 @@ __device__ float combine_gathered_sums(const float* recv, std::int64_t row, std:
   const std::int64_t count = g.chunks * world;
   for (std::int64_t i = threadIdx.x; i < count; i += Threads) acc += __ldcg(recv + ((i / g.chunks) * rows + row) * g.chunks + i % g.chunks);
   return BlockAllReduce<float, Threads>::all_reduce(static_cast<float>(acc), SumFloat{}, storage);
-}
-
-template <class T>
-__global__ void __launch_bounds__(host_threads) host_stats(const T* x, Layout l, HostGeometry g, RowStatsPartial* send) {
-  __shared__ typename BlockRowStats<host_threads>::TempStorage storage;
-  for (std::int64_t item = blockIdx.x; item < l.rows * g.chunks; item += gridDim.x) {
-    const HostTile tile(item, l, g);
-    const RowStatsPartial p = BlockRowStats<host_threads>::tile(x + tile.x_offset, tile.size, storage);
-    if (threadIdx.x == 0) send[item] = p;
-  }
 }
 
 template <class T>
@@ -128,7 +114,7 @@ Status host_phase(int phase, const HostCall<T>& c, Launcher launcher) {
   const unsigned grid = grid_for(c.layout.rows * c.geometry.chunks);
   switch (phase) {
     case 0:
-      return launcher("sharded::nccl_host::stats", host_stats<T>, grid, host_threads, 0, false, 0, c.x, c.layout,
+      return launcher("sharded::nccl_host::stats", local_fusion::stats<T>, grid, host_threads, 0, false, 0, c.x, c.layout,
                       c.geometry, c.buffers.stats_send);
     case 1:
       return launcher("sharded::nccl_host::exp_sum", host_exp_sum<T>, grid, host_threads, 0, false, 0, c.x, c.layout,

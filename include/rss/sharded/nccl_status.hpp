@@ -13,21 +13,14 @@
 
 namespace rss {
 
-namespace detail {
-inline ncclResult_t& last_nccl_error_slot() noexcept {
-  static thread_local ncclResult_t err = ncclSuccess;
-  return err;
-}
-}  // namespace detail
-
 /// The NCCL result behind the last Status::cuda_error that rss/sharded returned on this host thread.
-inline ncclResult_t last_nccl_error() noexcept { return detail::last_nccl_error_slot(); }
+inline ncclResult_t last_nccl_error() noexcept { return detail::last_error_slot<ncclResult_t, ncclSuccess>(); }
 
 namespace detail {
 
 inline Status from_nccl(ncclResult_t r) noexcept {
   if (r == ncclSuccess) return Status::success;
-  last_nccl_error_slot() = r;
+  last_error_slot<ncclResult_t, ncclSuccess>() = r;
   if (r == ncclUnhandledCudaError) {  // keep the CUDA error for rss::last_cuda_error() (reading it clears it)
     const cudaError_t cuda = cudaGetLastError();
     (void)from_cuda(cuda != cudaSuccess ? cuda : cudaErrorUnknown);

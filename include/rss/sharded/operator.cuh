@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "rss/api/adapter.cuh"
 #include "rss/detail/cuda_status.cuh"
 #include "rss/detail/launch.cuh"
 #include "rss/storage.cuh"
@@ -43,28 +44,6 @@ namespace rss {
 namespace detail::sharded {
 
 static_assert(sizeof(RowStatsPartial) == 16, "exchange slots and all-gathers move 16-byte statistics");
-
-/// Makes `device` current for a scope and restores the previous device after it.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) {
-      (void)cudaGetLastError();
-      previous_ = -1;
-    }
-    if (previous_ != device) status_ = from_cuda(cudaSetDevice(device));
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0 && ok(status_)) (void)cudaSetDevice(previous_);
-  }
-  Status status() const { return status_; }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = -1;
-  Status status_ = Status::success;
-};
 
 /// All-gathers one RankShape per rank into `table` (world entries) and waits for it on the host.
 /// `scratch` is device memory of (world + 1) RankShapes.
@@ -125,7 +104,7 @@ class ShardedOperator {
     RSS_TRY_NCCL(ncclCommCount(comm, &world));
     RSS_TRY_NCCL(ncclCommUserRank(comm, &rank));
     RSS_TRY_NCCL(ncclCommCuDevice(comm, &device));
-    DeviceScope scope(device);
+    detail::DeviceScope scope(device);
     RSS_TRY(scope.status());
 
     RankShape mine;
@@ -180,7 +159,7 @@ class ShardedOperator {
   /// Asynchronous; never synchronises. Every rank must run, or its peers wait for it.
   Status run(cudaStream_t stream = nullptr) const noexcept {
     if (!ready_) return Status::invalid_strategy;
-    detail::sharded::DeviceScope scope(device_);
+    detail::DeviceScope scope(device_);
     RSS_TRY(scope.status());
     for (int phase = 0; phase < phases(); ++phase) {
       RSS_TRY(launch_phase(phase, stream, detail::Launcher{stream}));
@@ -194,7 +173,7 @@ class ShardedOperator {
   Status release() noexcept {
     Status s = Status::success;
     if (comm_ != nullptr && (dev_comm_ready_ || window_ != nullptr || memory_ != nullptr)) {
-      detail::sharded::DeviceScope scope(device_);
+      detail::DeviceScope scope(device_);
       if (dev_comm_ready_) s = detail::from_nccl(ncclDevCommDestroy(comm_, &dev_comm_));
       if (window_ != nullptr) {
         const Status w = detail::from_nccl(ncclCommWindowDeregister(comm_, window_));
@@ -280,14 +259,14 @@ class ShardedOperator {
       device_status = Status::unsupported_device;
     } else {
       ShardedDevicePlan trial;
-      device_status = plan_device_path(rows, max_cols, dtype, max_cluster_blocks, 1, &trial);
+      device_status = plan_device_path(rows, max_cols, dtype, portable_cluster_size, 1, &trial);
       if (ok(device_status)) {
-        const detail::sharded::Fit fit = device_fit<T>(trial, x, y, local);
+        const Fit fit = device_fit<T>(trial, x, y, local);
         mine.resident_clusters = 0;
-        const Status q = resident_clusters<T>(trial.config, fit, &mine.resident_clusters);
+        const Status q = resident_clusters<T>(trial, fit, &mine.resident_clusters);
         if (!ok(q)) mine.resident_clusters = 0;
         RSS_TRY(exchange_shapes(comm, mine, scratch, world, &table, stream));
-        device_status = plan_device_path(rows, max_cols, dtype, max_cluster_blocks,
+        device_status = plan_device_path(rows, max_cols, dtype, portable_cluster_size,
                                          min_over_ranks(table, &RankShape::resident_clusters), &device_plan_);
         device_kernel_ = device_kernel_for<T>(device_plan_.config, fit);  // launched as is
       }
@@ -325,7 +304,7 @@ class ShardedOperator {
         dev_comm_ready_ = false;
         path_ = ShardedPath::nccl_host;
       }
-      exchange_ = RankExchange{window_, wl.stats_offset, wl.sums_offset, wl.flags_offset, wl.counters_offset,
+      exchange_ = RankExchange{window_, {wl.stats_offset, wl.sums_offset}, wl.flags_offset, wl.counters_offset,
                                rank, world, exchange_mode_};
     }
     return detail::from_cuda(cudaStreamSynchronize(stream));
@@ -368,7 +347,7 @@ Status run_sharded(const ShardedOperator<T>* const* ops, const cudaStream_t* str
     bool gathers = false;
     for (int i = 0; i < count; ++i) {
       if (phase >= ops[i]->phases()) continue;
-      detail::sharded::DeviceScope scope(ops[i]->device());
+      detail::DeviceScope scope(ops[i]->device());
       RSS_TRY(scope.status());
       RSS_TRY(ops[i]->launch_phase(phase, streams[i], detail::Launcher{streams[i]}));
       gathers = gathers || ops[i]->has_gather(phase);

@@ -11,6 +11,8 @@
 // the host path's all-gathers need the same count on every rank.
 #include <cstdint>
 
+#include "rss/planner/cluster_plan.hpp"
+#include "rss/planner/row_split.hpp"
 #include "rss/status.hpp"
 #include "rss/types.hpp"
 
@@ -116,95 +118,51 @@ inline std::int64_t max_local_cols(const RankShape* table, int world) noexcept {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// nccl_host: rows cut into chunks as the local phases of local_fusion do; every (row, chunk) partial is
-// all-gathered as is, and each block combines the world * chunks partials of its row in rank order
-// (so every rank gets the same bits).
+// nccl_host: rows cut into chunks as the local phases of local_fusion do (rss/planner/row_split.hpp); every
+// (row, chunk) partial is all-gathered as is, and each block combines the world * chunks partials of its row
+// in rank order (so every rank gets the same bits).
 
-struct HostGeometry {
-  std::int64_t chunks = 0;       // chunks per row, the same on every rank
-  std::int64_t chunk_elems = 0;  // a multiple of 8 elements, so every chunk keeps the row's alignment
-};
+using HostGeometry = ChunkGeometry;
 
 namespace detail::sharded {
-inline constexpr int host_threads = 512;
-inline constexpr std::int64_t min_chunk_elems = 4096;  // below this a block's fixed cost dominates
-inline constexpr int host_blocks_per_sm = 4;           // 512 threads: 4 blocks fill an SM
+inline constexpr int host_threads = 512;  // local_fusion's: the host path's first phase is its stats kernel
 }  // namespace detail::sharded
 
-/// Chunks for rows of up to `max_cols` local columns on a GPU of `sm_count` SMs.
+/// Chunks for rows of up to `max_cols` local columns on a GPU of `sm_count` SMs (the same on every rank).
 constexpr HostGeometry plan_host_geometry(std::int64_t rows, std::int64_t max_cols, int sm_count) noexcept {
-  using namespace detail::sharded;
-  if (rows <= 0 || max_cols <= 0) return {1, 8};
-  const std::int64_t target = static_cast<std::int64_t>(sm_count > 0 ? sm_count : 1) * host_blocks_per_sm;
-  std::int64_t chunks = (target + rows - 1) / rows;
-  const std::int64_t most = (max_cols + min_chunk_elems - 1) / min_chunk_elems;
-  if (chunks > most) chunks = most;
-  if (chunks < 1) chunks = 1;
-  std::int64_t chunk = (max_cols + chunks - 1) / chunks;
-  chunk = (chunk + 7) / 8 * 8;
-  return {(max_cols + chunk - 1) / chunk, chunk};
+  return plan_chunks(rows, max_cols, sm_count);
 }
 
 // ---------------------------------------------------------------------------------------------------
 // nccl_device: one thread-block cluster per row on every rank, the rank's share of the row held in
-// registers (as cluster_row does on one GPU). Block b of every rank meets its peers' block b at LSA
-// barrier b, so the grid is the same everywhere and must be co-resident on every GPU (a block spinning
-// at a barrier for a peer block that can never start would hang both GPUs).
+// registers, split and configured exactly as the forward cluster_row splits a row of that length
+// (rss/planner/cluster_plan.hpp). Block b of every rank meets its peers' block b, so the grid is the same
+// everywhere and must be co-resident on every GPU (a block spinning for a peer block that can never start
+// would hang both GPUs): ClusterGrid::resident_looping.
 
-struct ShardedDeviceConfig {
-  int threads = 0;           // 256 or 512
-  int elems_per_thread = 0;  // 8, 16 or 32 (whole 16-byte vectors for every storage type)
-  int cluster_size = 0;      // 1..max_cluster_size; 0: no cluster holds the share
-};
+using ShardedDeviceConfig = ClusterConfig;
+using ShardedDevicePlan = ClusterPlan;
 
-inline constexpr int sharded_device_threads[] = {256, 512};
-inline constexpr int sharded_device_elems[] = {8, 16, 32};
-
-constexpr std::int64_t sharded_cluster_chunk(std::int64_t cols, int cluster_size) noexcept {
-  const std::int64_t share = (cols + cluster_size - 1) / cluster_size;
-  return (share + 7) / 8 * 8;
-}
-
-/// The configuration for a share of `max_cols` elements: 64 bytes per thread while the share fits one
-/// block of 512 threads, else 128 bytes (at most 32 elements), in the fewest blocks; 256 threads when
-/// they hold a block's part, and then the fewest elements per thread that do. Every part of a block
-/// starts at a multiple of 8 elements.
+/// The configuration for a share of `max_cols` elements: the forward's default (cluster_size 0 when no
+/// cluster of up to max_cluster_size blocks holds the share).
 constexpr ShardedDeviceConfig plan_device_config(std::int64_t max_cols, DType dtype, int max_cluster_size) noexcept {
-  if (max_cols <= 0) return {256, 8, 1};
-  const int bytes = dtype_bytes(dtype);
-  int per_thread = 64 / bytes;
-  if (max_cols * bytes > 512 * 64) per_thread = 128 / bytes < 32 ? 128 / bytes : 32;
-  for (int c = 1; c <= max_cluster_size; ++c) {
-    const std::int64_t chunk = sharded_cluster_chunk(max_cols, c);
-    if (chunk > 512 * static_cast<std::int64_t>(per_thread)) continue;
-    const int threads = chunk <= 256 * static_cast<std::int64_t>(per_thread) ? 256 : 512;
-    for (const int e : sharded_device_elems) {
-      if (chunk <= static_cast<std::int64_t>(threads) * e) return {threads, e, c};
-    }
-  }
-  return {};
+  return default_cluster_config(max_cols, dtype, max_cluster_size);
 }
 
-struct ShardedDevicePlan {
-  ShardedDeviceConfig config{};
-  std::int64_t chunk_elems = 0;  // elements of a row per block
-  std::int64_t grid_blocks = 0;  // clusters * cluster_size
-};
-
-/// Plans the device path: not_admissible when no cluster holds the widest share or nothing is
+/// Plans the device path from the widest share: not_admissible when no cluster holds it or nothing is
 /// co-resident; grid = min(rows, resident clusters) clusters, rows looped over.
 inline Status plan_device_path(std::int64_t rows, std::int64_t max_cols, DType dtype, int max_cluster_size,
                                std::int64_t resident_clusters, ShardedDevicePlan* out) noexcept {
   if (out == nullptr) return Status::null_pointer;
-  if (rows < 0 || max_cols < 0) return Status::negative_size;
-  const ShardedDeviceConfig c = plan_device_config(max_cols, dtype, max_cluster_size);
-  if (c.cluster_size == 0) return Status::not_admissible;
   ShardedDevicePlan p;
-  p.config = c;
-  p.chunk_elems = sharded_cluster_chunk(max_cols > 0 ? max_cols : 1, c.cluster_size);
-  if (resident_clusters < 1) return Status::not_admissible;
-  const std::int64_t clusters = rows < resident_clusters ? rows : resident_clusters;
-  p.grid_blocks = clusters * c.cluster_size;
+  RSS_TRY(plan_clusters(
+      rows, max_cols, dtype, max_cluster_size, plan_device_config(max_cols, dtype, max_cluster_size), nullptr,
+      [](const ClusterConfig&) { return true; }, [](const ClusterConfig&) { return true; }, &p));
+  if (rows > 0 && max_cols > 0 && p.config.cluster_size == 0) return Status::not_admissible;
+  RSS_TRY(admit_cluster_plan(p, ClusterGrid::resident_looping, [&](int* resident) {
+    *resident = resident_clusters > INT32_MAX ? INT32_MAX : static_cast<int>(resident_clusters);
+    return Status::success;
+  }));
   *out = p;
   return Status::success;
 }

@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "rss/device_info.hpp"
 #include "rss/detail/launch.cuh"
@@ -37,12 +38,22 @@ struct Call {
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   RowStatistics* stats = nullptr;  // optional: each row's statistics are written here too
+  bool with_stats = false;         // the caller asked for statistics (validation refuses a null stats then)
+};
+
+/// The workspace_bytes() of a strategy that needs no workspace.
+struct NoWorkspace {
+  template <class T>
+  static Status workspace_bytes(std::int64_t, std::int64_t, const DeviceInfo&, std::size_t* bytes) noexcept {
+    *bytes = 0;
+    return Status::success;
+  }
 };
 
 /// The prepare() of a strategy that has nothing to set up on the device.
 struct NothingToPrepare {
-  template <class T, class Plan>
-  static Status prepare(Plan&, const Call<T>&, cudaStream_t) noexcept {
+  template <class Plan, class AnyCall>
+  static Status prepare(Plan&, const AnyCall&, cudaStream_t) noexcept {
     return Status::success;
   }
 };

@@ -5,6 +5,7 @@
 // statistics and sums meet in a small workspace buffer, so one very long row still fills the GPU.
 #include <cstdint>
 
+#include "rss/planner/row_split.hpp"
 #include "rss/detail/launch.cuh"
 #include "rss/workspace.hpp"
 #include "rss/phases/exp_sum.cuh"
@@ -16,52 +17,31 @@ namespace rss::detail {
 namespace local_fusion {
 
 inline constexpr int threads = 512;
-/// A chunk below this is not worth a block of its own: per-block overhead would dominate.
-inline constexpr std::int64_t min_chunk_elems = 4096;
-/// Blocks per SM the chunking aims for (512 threads: 4 blocks fill an SM's 2048 threads).
-inline constexpr int target_blocks_per_sm = 4;
-
-/// How each row is cut into chunks.
-struct Geometry {
-  std::int64_t chunks;       // chunks per row
-  std::int64_t chunk_elems;  // elements per chunk, a multiple of 8 so chunks keep the row's alignment
-};
-
-/// Most chunks a row of `cols` can be cut into: this sizes the workspace independently of the device.
-inline std::int64_t max_chunks(std::int64_t cols) { return (cols + min_chunk_elems - 1) / min_chunk_elems; }
-
-inline Geometry geometry(std::int64_t rows, std::int64_t cols, int sm_count) {
-  const std::int64_t target = static_cast<std::int64_t>(sm_count) * target_blocks_per_sm;
-  std::int64_t chunks = (target + rows - 1) / rows;
-  if (chunks > max_chunks(cols)) chunks = max_chunks(cols);
-  if (chunks < 1) chunks = 1;
-  std::int64_t chunk_elems = (cols + chunks - 1) / chunks;
-  chunk_elems = (chunk_elems + 7) / 8 * 8;
-  return {(cols + chunk_elems - 1) / chunk_elems, chunk_elems};
-}
-
 struct Workspace {
   RowStatsPartial* stats;  // rows x chunks partial statistics
   float* sums;             // rows x chunks partial sums of exponentials
 
   static Workspace carve(WorkspaceCarver& carver, std::int64_t rows, std::int64_t cols) {
     Workspace w{};
-    w.stats = carver.take<RowStatsPartial>(rows * max_chunks(cols));
-    w.sums = carver.take<float>(rows * max_chunks(cols));
+    w.stats = carver.take<RowStatsPartial>(rows * max_row_chunks(cols));
+    w.sums = carver.take<float>(rows * max_row_chunks(cols));
     return w;
   }
 };
 
-/// The (row, chunk) work item `item` of a launch, as a tile of x and of y.
+/// The (row, chunk) work item `item` of a launch, as a tile of x and of y (empty past the row's end: the
+/// sharded host path plans chunks from the widest rank's share).
 struct Tile {
   std::int64_t row, chunk, x_offset, y_offset, size;
-  __device__ Tile(std::int64_t item, const Layout& l, Geometry g)
+  __device__ Tile(std::int64_t item, const Layout& l, ChunkGeometry g)
       : row(item / g.chunks), chunk(item % g.chunks), x_offset(row * l.ld_x + chunk * g.chunk_elems),
-        y_offset(row * l.ld_y + chunk * g.chunk_elems), size(min(g.chunk_elems, l.cols - chunk * g.chunk_elems)) {}
+        y_offset(row * l.ld_y + chunk * g.chunk_elems),
+        size(max(min(g.chunk_elems, l.cols - chunk * g.chunk_elems), std::int64_t{0})) {}
 };
 
+/// Kernel 1: each (row, chunk) tile's statistics to partials[item] (also the sharded host path's first phase).
 template <class T>
-__global__ void __launch_bounds__(threads) stats(const T* x, Layout l, Geometry g, RowStatsPartial* partials) {
+__global__ void __launch_bounds__(threads) stats(const T* x, Layout l, ChunkGeometry g, RowStatsPartial* partials) {
   __shared__ typename BlockRowStats<threads>::TempStorage storage;
   for (std::int64_t item = blockIdx.x; item < l.rows * g.chunks; item += gridDim.x) {
     const Tile tile(item, l, g);
@@ -70,31 +50,33 @@ __global__ void __launch_bounds__(threads) stats(const T* x, Layout l, Geometry 
   }
 }
 
+/// The statistics of a tile's row, from its chunks' partials.
+__device__ __forceinline__ RowStatsPartial row_stats_of(const Tile& tile, ChunkGeometry g, const RowStatsPartial* partials,
+                                                        PhaseScratch<threads>& storage) {
+  return BlockRowStats<threads>::combine(partials + tile.row * g.chunks, static_cast<int>(g.chunks), storage.stats);
+}
+
 template <class T>
-__global__ void __launch_bounds__(threads) exp_sum(const T* x, Layout l, Geometry g, const RowStatsPartial* partials,
+__global__ void __launch_bounds__(threads) exp_sum(const T* x, Layout l, ChunkGeometry g, const RowStatsPartial* partials,
                                                    float* sums) {
   __shared__ PhaseScratch<threads> storage;
   for (std::int64_t item = blockIdx.x; item < l.rows * g.chunks; item += gridDim.x) {
     const Tile tile(item, l, g);
-    const RowStatsPartial row =
-        BlockRowStats<threads>::combine(partials + tile.row * g.chunks, static_cast<int>(g.chunks), storage.stats);
-    const RowScale scale = make_row_scale(row, l.cols);
+    const RowScale scale = make_row_scale(row_stats_of(tile, g, partials, storage), l.cols);
     const float s = BlockExpSum<threads>::tile(x + tile.x_offset, tile.size, scale, storage.sum);
     if (threadIdx.x == 0) sums[item] = s;
   }
 }
 
 template <class T>
-__global__ void __launch_bounds__(threads) normalize(const T* x, T* y, Layout l, Geometry g,
+__global__ void __launch_bounds__(threads) normalize(const T* x, T* y, Layout l, ChunkGeometry g,
                                                      const RowStatsPartial* partials, const float* sums,
                                                      RowStatistics* row_stats) {
   __shared__ PhaseScratch<threads> storage;
   for (std::int64_t item = blockIdx.x; item < l.rows * g.chunks; item += gridDim.x) {
     const Tile tile(item, l, g);
-    const RowStatsPartial row =
-        BlockRowStats<threads>::combine(partials + tile.row * g.chunks, static_cast<int>(g.chunks), storage.stats);
+    const RowScale scale = make_row_scale(row_stats_of(tile, g, partials, storage), l.cols);
     const float total = BlockExpSum<threads>::combine(sums + tile.row * g.chunks, static_cast<int>(g.chunks), storage.sum);
-    const RowScale scale = make_row_scale(row, l.cols);
     if (row_stats != nullptr && tile.chunk == 0 && threadIdx.x == 0)
       row_stats[tile.row] = RowStatistics{scale.max, scale.inv_rms, total};
     BlockNormalize<threads>::tile(x + tile.x_offset, y + tile.y_offset, tile.size, scale, 1.0f / total);
@@ -102,7 +84,7 @@ __global__ void __launch_bounds__(threads) normalize(const T* x, T* y, Layout l,
 }
 
 template <class T>
-Status launch(const T* x, T* y, RowStatistics* row_stats, const Layout& l, void* workspace, Geometry g,
+Status launch(const T* x, T* y, RowStatistics* row_stats, const Layout& l, void* workspace, ChunkGeometry g,
               const Launcher& launch) {
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, l.rows, l.cols);
@@ -122,7 +104,7 @@ struct LocalFusion : NothingToPrepare {
   static constexpr Strategy id = Strategy::local_fusion;
   template <class T>
   struct Plan {
-    local_fusion::Geometry geometry{};
+    ChunkGeometry geometry{};
   };
 
   template <class T>
@@ -131,7 +113,7 @@ struct LocalFusion : NothingToPrepare {
   }
   template <class T>
   static Status make_plan(const Call<T>& c, const DeviceInfo& d, const Config&, Plan<T>* plan) noexcept {
-    plan->geometry = local_fusion::geometry(c.layout.rows, c.layout.cols, d.sm_count);
+    plan->geometry = plan_chunks(c.layout.rows, c.layout.cols, d.sm_count);
     return Status::success;
   }
   template <class T>

@@ -1,6 +1,6 @@
 #pragma once
-// The strategy registry: the one list of strategy types, and the one dispatch from a Strategy value
-// to its type. Adding a strategy is one file in this folder and one entry in `Strategies`.
+// The strategy registry: the one list of the forward's strategy types, and the one dispatch from a
+// strategy value to its type. Adding a strategy is one file in this folder and one entry in `Strategies`.
 #include <type_traits>
 #include <variant>
 #include <utility>
@@ -19,10 +19,11 @@ struct StrategyList {};
 using Strategies =
     StrategyList<Baseline, BaselineGraph, LocalFusion, MegakernelGrid, MegakernelRow, BlockRow, ClusterRow>;
 
-/// Calls f(S{}) with the strategy type whose id is `id`; invalid_strategy when none is (automatic
-/// is not a strategy type: the operator resolves it first).
-template <class F, class... S>
-Status with_strategy(Strategy id, F&& f, StrategyList<S...>) {
+/// Calls f(S{}) with the strategy type of the list whose id is `id`; invalid_strategy when none is
+/// (automatic is not a strategy type: the operator resolves it first). Any registry: the forward's below,
+/// the backward's (rss/backward/strategies.cuh).
+template <class Id, class F, class... S>
+Status with_strategy(Id id, F&& f, StrategyList<S...>) {
   Status result = Status::invalid_strategy;
   const bool found = ((S::id == id ? (result = f(S{}), true) : false) || ...);
   (void)found;

@@ -1,0 +1,65 @@
+#pragma once
+// The forward's row program for the row agent (rss/agent/row_agent.cuh): statistics (max, sum of
+// squares) -> combine -> the row's scale; exponentials and their sum -> combine; y = exp / sum. Two
+// reduction rounds a row. The same program runs in registers or over a shared-memory tile, within a
+// cluster (cluster_row) or across ranks (the sharded device path).
+#include <cstdint>
+
+#include "rss/agent/cluster_combine.cuh"
+#include "rss/phases/exp_sum.cuh"
+#include "rss/phases/row_stats.cuh"
+#include "rss/types.hpp"
+
+namespace rss::detail {
+
+template <class T>
+struct ForwardParams {
+  const T* x;
+  T* y;
+  RowStatistics* stats;  // WriteStatistics: stats[row]; else unused
+  std::int64_t ld_x;
+  std::int64_t ld_y;
+  std::int64_t cols;  // the whole row's length (the mean of squares divides by it; a rank holds a share)
+};
+
+/// Where a row's statistics go. Their own instantiation, because the write costs registers in kernels tuned
+/// to a register budget (ptxas: fp32 512 x 32 `vectors` 64 -> 78, one block per SM instead of two), and a
+/// forward without statistics should not pay them.
+struct NoStatistics {
+  __device__ static void write(RowStatistics*, std::int64_t, bool, const RowStatistics&) {}
+};
+struct WriteStatistics {
+  /// The cluster's first thread writes them, once per row, from the values that produced y.
+  __device__ static void write(RowStatistics* stats, std::int64_t row, bool leader, const RowStatistics& s) {
+    if (leader) stats[row] = s;
+  }
+};
+
+template <class T, class Statistics>
+struct ForwardRow {
+  using Element = T;
+  using Rounds = detail::Rounds<RowStatsPartial, float>;
+  using Params = ForwardParams<T>;
+
+  __device__ static const T* held_row(const Params& p, std::int64_t row) { return p.x + row * p.ld_x; }
+
+  template <class Share, class Combine>
+  __device__ __forceinline__ static void row(const Params& p, std::int64_t row, std::int64_t begin, const Share& share,
+                                             Combine& combine, bool leader) {
+    const auto x = share.load(held_row(p, row) + begin);  // all loads first: V of them in flight per thread
+    RowStatsPartial stats = RowStatsPartial::identity();
+    share.each(x, [&](float v) { stats.add(v); });
+    const RowScale scale = make_row_scale(combine.template all_reduce<0>(stats, CombineRowStats{}), p.cols);
+    // In registers the exponentials stay in the registers that held x, as fp32 for every storage type.
+    // Keeping 16-bit x as stored and recomputing the exponentials for the output saved nothing: ptxas kept
+    // the converted floats alive anyway (bf16 512 x 32 `vectors`: 90 registers, 1 block per SM, against 64
+    // and 2), and it paid every exponential twice (bench/NOTES.md). A tile recomputes them.
+    const auto exps = share.keep(x, [&](float v) { return scale.exp_of(v); });
+    const float total = combine.template all_reduce<1>(share.sum(exps), SumFloat{});
+    const float inv_sum = 1.0f / total;
+    share.store(p.y + row * p.ld_y + begin, exps, [&](float e) { return e * inv_sum; });
+    Statistics::write(p.stats, row, leader, {scale.max, scale.inv_rms, total});
+  }
+};
+
+}  // namespace rss::detail

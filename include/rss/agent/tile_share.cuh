@@ -1,0 +1,101 @@
+#pragma once
+// A block's share of a row held in shared memory, as stored: a tile of n elements that the row agent has
+// loaded (the copy engine, or the block element by element) before the row program runs. It offers the
+// register share's walk (each / keep / sum / store), so one row program serves both residences; keep()
+// holds nothing and the store pass recomputes the value: the SM's arithmetic affords that while memory
+// bounds the kernel, and the registers it saves let more blocks, and so more loads, share an SM.
+#include <cstdint>
+
+#include "rss/phases/tile_io.cuh"
+#include "rss/planner/row_split.hpp"
+#include "rss/storage.cuh"
+
+namespace rss::detail {
+
+/// F is checked or vectors: the passes test per vector either way, so exact would save nothing.
+template <class T, int Threads, Fit F>
+class TileShare {
+ public:
+  using Traits = StorageTraits<T>;
+  static constexpr int W = vector_width<T>;
+  static_assert(F != Fit::exact, "a tile is walked by vectors with a bounds test each");
+
+  /// The tile: 16-byte aligned, n elements.
+  struct Held {
+    const T* tile;
+  };
+  /// A value per element, recomputed where it is used.
+  template <class Fn>
+  struct Kept {
+    Held held;
+    Fn f;
+  };
+
+  __device__ TileShare(const T* tile, int n)
+      : tile_(tile), vectors_(n / W), tail_index_(n / W * W + static_cast<int>(threadIdx.x)),
+        has_tail_(F == Fit::checked && tail_index_ < n) {}
+
+  /// The tile the agent loaded: `row` is where it came from, not read again.
+  __device__ __forceinline__ Held load(const T*) const { return {tile_}; }
+
+  template <class Fn>
+  __device__ __forceinline__ void each(const Held& h, Fn&& f) const {
+    walk(h, [&](int, float x) { f(x); });
+  }
+
+  template <class Fn>
+  __device__ __forceinline__ Kept<Fn> keep(const Held& h, Fn f) const {
+    return {h, f};
+  }
+
+  template <class Fn>
+  __device__ __forceinline__ float sum(const Kept<Fn>& k) const {
+    float s = 0.0f;
+    walk(k.held, [&](int, float x) { s += k.f(x); });
+    return s;
+  }
+
+  /// row[i] = g(f(x_i)) for every element of the tile.
+  template <class Fn, class G>
+  __device__ __forceinline__ void store(T* row, const Kept<Fn>& k, G&& g) const {
+    const auto out = [&](T x) { return Traits::from_float(g(k.f(Traits::to_float(x)))); };
+    const bool vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(row) % 16 == 0;
+    const auto* tile_vectors = reinterpret_cast<const Vector<T>*>(k.held.tile);
+#pragma unroll 4
+    for (int i = static_cast<int>(threadIdx.x); i < vectors_; i += Threads) {
+      const Vector<T> v = tile_vectors[i];
+      Vector<T> o;
+#pragma unroll
+      for (int e = 0; e < W; ++e) o.v[e] = out(v.v[e]);
+      if (vectors) {
+        store_vector(row + i * W, o);
+      } else {
+#pragma unroll
+        for (int e = 0; e < W; ++e) row[i * W + e] = o.v[e];
+      }
+    }
+    if (has_tail_) row[tail_index_] = out(k.held.tile[tail_index_]);
+  }
+
+ private:
+  /// f(i, x) over the whole vectors (all of the tile unless F is checked), then the tail: at most W - 1
+  /// elements past them, one per thread.
+  template <class Fn>
+  __device__ __forceinline__ void walk(const Held& h, Fn&& f) const {
+    const auto* tile_vectors = reinterpret_cast<const Vector<T>*>(h.tile);
+#pragma unroll 4
+    for (int i = static_cast<int>(threadIdx.x); i < vectors_; i += Threads) {
+      const Vector<T> v = tile_vectors[i];
+#pragma unroll
+      for (int e = 0; e < W; ++e) f(i * W + e, Traits::to_float(v.v[e]));
+    }
+    if (has_tail_) f(tail_index_, Traits::to_float(h.tile[tail_index_]));
+  }
+
+  const T* tile_;
+  int vectors_;
+  int tail_index_;
+  bool has_tail_;
+};
+
+}  // namespace rss::detail

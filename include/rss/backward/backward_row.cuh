@@ -1,0 +1,81 @@
+#pragma once
+// The backward's row program for the row agent (rss/agent/row_agent.cuh), register residence: x, y (or
+// the row's saved statistics, to recompute y) and dy in; the row sums (sum x^2, c, p, q) -> combine, one
+// round a row; dx out from the registers. x, y and dy are read once and dx written once.
+#include <cstdint>
+
+#include "rss/agent/cluster_combine.cuh"
+#include "rss/backward/layout.hpp"
+#include "rss/backward/row_sums.cuh"
+#include "rss/storage.cuh"
+#include "rss/types.hpp"
+
+namespace rss::detail::backward {
+
+template <class T>
+struct BackwardParams {
+  const T* x;
+  const T* y;                  // ReadsY
+  const RowStatistics* stats;  // RecomputesY
+  const T* dy;
+  T* dx;
+  BackwardLayout layout;
+};
+
+/// Saved state (a): y is read from memory.
+struct ReadsY {
+  template <class Share, class T>
+  struct Source {
+    typename Share::Held y;
+
+    __device__ Source(const Share& share, const BackwardParams<T>& p, std::int64_t row, std::int64_t begin)
+        : y(share.load(p.y + row * p.layout.ld_y + begin)) {}
+    __device__ float at(const typename Share::Held&, int u, int e) const { return y.at(u, e); }
+    __device__ void add(ThreadSums& acc, float x, float y_value, float g) const { acc.add(x, y_value, g); }
+    __device__ RowGradient gradient(const RowSums& s, std::int64_t cols) const { return make_row_gradient(s, cols); }
+  };
+};
+
+/// Saved state (b): y recomputed from x and the row's statistics, r taken from them (no sum of squares).
+struct RecomputesY {
+  template <class Share, class T>
+  struct Source {
+    RowStatistics saved;
+    SavedRow recompute;
+
+    __device__ Source(const Share&, const BackwardParams<T>& p, std::int64_t row, std::int64_t)
+        : saved(p.stats[row]), recompute(saved_row(saved)) {}
+    __device__ float at(const typename Share::Held& x, int u, int e) const { return recompute.y(x.at(u, e)); }
+    __device__ void add(ThreadSums& acc, float x, float y_value, float g) const { acc.add_saved(x, y_value, g); }
+    __device__ RowGradient gradient(const RowSums& s, std::int64_t cols) const {
+      return make_row_gradient(s, static_cast<double>(saved.inv_rms), cols);
+    }
+  };
+};
+
+template <class T, class YSource>
+struct BackwardRow {
+  using Element = T;
+  using Rounds = detail::Rounds<RowSums>;
+  using Params = BackwardParams<T>;
+
+  template <class Share, class Combine>
+  __device__ __forceinline__ static void row(const Params& p, std::int64_t row, std::int64_t begin, const Share& share,
+                                             Combine& combine, bool) {
+    using Traits = StorageTraits<T>;
+    const BackwardLayout& l = p.layout;
+    // All loads first: 3 V (recomputing y: 2 V) of them in flight per thread.
+    const auto x = share.load(p.x + row * l.ld_x + begin);
+    const typename YSource::template Source<Share, T> y(share, p, row, begin);
+    const auto g = share.load(p.dy + row * l.ld_dy + begin);
+    ThreadSums acc;
+    share.each_index([&](int u, int e) { y.add(acc, x.at(u, e), y.at(x, u, e), g.at(u, e)); });
+    const RowGradient grad = y.gradient(combine.template all_reduce<0>(acc.total(), CombineRowSums{}), l.cols);
+    // In place (dx == dy) is safe: each thread stores only the vectors it loaded.
+    share.store_index(p.dx + row * l.ld_dx + begin, [&](int u, int e) {
+      return Traits::from_float(grad.dx(x.at(u, e), y.at(x, u, e), g.at(u, e)));
+    });
+  }
+};
+
+}  // namespace rss::detail::backward

@@ -1,0 +1,249 @@
+#pragma once
+// The one vocabulary for splitting rows over blocks and clusters, used by every planner: the forward's
+// strategies, the backward's and the sharded paths. Pure host C++: no CUDA headers, testable without a GPU.
+//
+// Two ways to split a row:
+//  - chunks: a row is cut into chunks of at most chunk_elems elements, each handled by its own block, whose
+//    partial results meet in global memory (local_fusion, backward two_pass, sharded nccl_host);
+//  - clusters: one thread-block cluster per row, block r of it owns elements [r * chunk, (r + 1) * chunk), and
+//    its thread t keeps elems_per_thread of them on chip (cluster_row forward and backward, sharded
+//    nccl_device, which splits a rank's share the same way).
+// Either way every chunk is a multiple of 8 elements (whole 16-byte vectors for every storage type), so a
+// row's alignment holds in every block.
+#include <cstdint>
+#include <initializer_list>
+#include <type_traits>
+
+#include "rss/device_info.hpp"
+#include "rss/status.hpp"
+#include "rss/strategy.hpp"
+#include "rss/types.hpp"
+
+namespace rss {
+
+/// Elements every chunk is a multiple of: 16 bytes for 2-byte types, 32 for fp32.
+inline constexpr std::int64_t chunk_multiple = 8;
+/// The largest 1-D grid a launch takes.
+inline constexpr std::int64_t max_grid_blocks = 2147483647;
+
+constexpr std::int64_t round_up_to_chunk_multiple(std::int64_t elems) noexcept {
+  return (elems + chunk_multiple - 1) / chunk_multiple * chunk_multiple;
+}
+
+/// Elements per block when a row of `cols` is split over `cluster_size` blocks.
+constexpr std::int64_t cluster_chunk(std::int64_t cols, int cluster_size) noexcept {
+  return round_up_to_chunk_multiple(cols / cluster_size + (cols % cluster_size != 0 ? 1 : 0));
+}
+
+/// Blocks of a grid with one cluster per row, at most the grid limit (further rows are looped over).
+constexpr std::int64_t cluster_grid_blocks(std::int64_t rows, int cluster_size) noexcept {
+  const std::int64_t max_clusters = max_grid_blocks / cluster_size;
+  return (rows < max_clusters ? rows : max_clusters) * cluster_size;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Chunks.
+
+struct ChunkGeometry {
+  std::int64_t chunks = 1;       // chunks per row
+  std::int64_t chunk_elems = 8;  // a multiple of chunk_multiple
+};
+
+/// A chunk below this is not worth a block of its own: the block's fixed cost would dominate.
+inline constexpr std::int64_t min_chunk_elems = 4096;
+/// Blocks per SM the chunking aims for (blocks of 512 threads: 4 fill an SM's 2048 threads).
+inline constexpr int chunk_blocks_per_sm = 4;
+
+/// Most chunks a row of `cols` is cut into: sizes workspaces independently of the device.
+constexpr std::int64_t max_row_chunks(std::int64_t cols) noexcept {
+  return (cols + min_chunk_elems - 1) / min_chunk_elems;
+}
+
+/// Enough chunks per row that rows x chunks blocks fill a GPU of `sm_count` SMs, none under min_chunk_elems.
+constexpr ChunkGeometry plan_chunks(std::int64_t rows, std::int64_t cols, int sm_count) noexcept {
+  if (rows <= 0 || cols <= 0) return {};
+  const std::int64_t target = static_cast<std::int64_t>(sm_count > 0 ? sm_count : 1) * chunk_blocks_per_sm;
+  std::int64_t chunks = (target + rows - 1) / rows;
+  if (chunks > max_row_chunks(cols)) chunks = max_row_chunks(cols);
+  if (chunks < 1) chunks = 1;
+  const std::int64_t chunk = round_up_to_chunk_multiple((cols + chunks - 1) / chunks);
+  return {(cols + chunk - 1) / chunk, chunk};
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Clusters: the instantiated configurations, the default rule, the plan.
+
+/// The configurations a kernel family is compiled for: every (threads, elems per thread) pair of two
+/// lists. The fit check and the kernel table (rss/agent/kernel_table.cuh) are both generated from it.
+template <int... Values>
+struct IntList {
+  static constexpr int count = sizeof...(Values);
+  static constexpr int values[count] = {Values...};
+  static constexpr bool has(int v) noexcept { return ((v == Values) || ...); }
+};
+
+template <class Threads, class Elems>
+struct ConfigGrid {
+  using ThreadList = Threads;
+  using ElemList = Elems;
+  static constexpr bool has(int threads, int elems) noexcept { return Threads::has(threads) && Elems::has(elems); }
+};
+
+/// Calls f(std::integral_constant<int, V>{}) for the value of List equal to `v`; returns what f returns, or
+/// `none` when no value is. This is how a runtime configuration meets its compile-time instantiation.
+template <class R, class F, int... Values>
+constexpr R visit_value(IntList<Values...>, int v, R none, F&& f) {
+  R result = none;
+  (void)((v == Values ? (result = f(std::integral_constant<int, Values>{}), true) : false) || ...);
+  return result;
+}
+
+/// f(threads constant, elems constant) for the pair of Grid equal to (threads, elems); `none` if absent.
+template <class Grid, class R, class F>
+constexpr R visit_config(int threads, int elems, R none, F&& f) {
+  return visit_value(typename Grid::ThreadList{}, threads, none, [&](auto th) {
+    return visit_value(typename Grid::ElemList{}, elems, none, [&](auto el) { return f(th, el); });
+  });
+}
+
+/// How much of a row's bounds and alignment a kernel instantiation tests. The host picks the cheapest one a
+/// call allows (row_fit): every test costs registers, and registers decide how many blocks share an SM.
+enum class Fit : int {
+  checked,  // any width, any alignment: tests per element, scalar accesses where a row is misaligned
+  vectors,  // every matrix 16-byte aligned, rows of whole vectors: one test per vector
+  exact,    // also every block's share is exactly threads * elems_per_thread elements: no tests at all
+};
+
+/// One step of a default rule: the fewest blocks of at most `max_threads` threads holding at most
+/// `cap` elements each, from clusters of `min_cluster` blocks up to `max_cluster` (0: the device's limit).
+struct SplitStep {
+  int cap = 0;
+  int max_threads = 512;
+  int min_cluster = 1;
+  int max_cluster = 0;
+};
+
+/// A row program's planning constants: its instantiated configurations and its default rule, tried step
+/// by step. Within a step: the fewest blocks; 256 threads when they hold a block's share; then the fewest
+/// elements per thread that do (and hold whole 16-byte vectors).
+struct SplitRule {
+  SplitStep steps[6]{};
+  int step_count = 0;
+};
+
+/// The first configuration `rule` gives for rows of `cols`, with elements from `elems` (count of them);
+/// cluster_size 0 when none holds the row in clusters of up to `max_cluster_size` blocks.
+constexpr ClusterConfig apply_split_rule(const SplitRule& rule, const int* elems, int elem_count, std::int64_t cols,
+                                         DType dtype, int max_cluster_size) noexcept {
+  const int vector_width = 16 / dtype_bytes(dtype);
+  for (int s = 0; s < rule.step_count; ++s) {
+    const SplitStep& step = rule.steps[s];
+    const int last = step.max_cluster > 0 && step.max_cluster < max_cluster_size ? step.max_cluster : max_cluster_size;
+    for (int c = step.min_cluster; c <= last; ++c) {
+      const std::int64_t chunk = cluster_chunk(cols, c);
+      if (chunk > static_cast<std::int64_t>(step.max_threads) * step.cap) continue;
+      const int threads = chunk <= std::int64_t{256} * step.cap ? 256 : 512;
+      for (int i = 0; i < elem_count; ++i) {
+        const int e = elems[i];
+        if (e % vector_width == 0 && chunk <= static_cast<std::int64_t>(threads) * e) return {threads, e, c};
+      }
+    }
+  }
+  return {};
+}
+
+/// Whether `c` is in `Grid` (residence aside) and holds a row of `cols` elements of `dtype`.
+template <class Grid>
+constexpr bool config_holds_row(const ClusterConfig& c, std::int64_t cols, DType dtype, int max_cluster_size) noexcept {
+  if (!Grid::has(c.threads, c.elems_per_thread)) return false;
+  if (c.elems_per_thread % (16 / dtype_bytes(dtype)) != 0) return false;
+  if (c.cluster_size < 1 || c.cluster_size > max_cluster_size) return false;
+  return cluster_chunk(cols, c.cluster_size) <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
+}
+
+/// A row split into clusters: the kernel contract of every cluster kernel (see the top of this file).
+struct ClusterPlan {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;          // the elements split over a cluster (a rank's share for sharded rows)
+  ClusterConfig config{};
+  std::int64_t chunk_elems = 0;   // elements of a row per block
+  std::int64_t grid_blocks = 0;   // clusters * cluster_size; 0 when rows == 0 or cols == 0
+  std::int64_t shared_bytes = 0;  // dynamic shared memory per block: one tile of the block's share, as stored,
+                                  // for RowResidence::shared_memory, two when pipelined; else 0
+};
+
+/// Plans one cluster per row (rows beyond the grid limit looped over). `preferred` (may be null: the
+/// default rule) comes from a tuning table or a caller; `fits` says whether a configuration is
+/// instantiated and holds the row. Returns null_pointer, negative_size, size_overflow, unsupported_device
+/// (max_cluster_size < 1: no clusters), invalid_strategy (a preference that is not instantiated: threads,
+/// elements or residence not compiled) or not_admissible (the preference, or every configuration, is too
+/// small for the row); a preference is used as given or refused, never replaced. *out is untouched on failure.
+template <class Fits, class Instantiated>
+Status plan_clusters(std::int64_t rows, std::int64_t cols, DType dtype, int max_cluster_size, ClusterConfig fallback,
+                     const ClusterConfig* preferred, Fits&& fits, Instantiated&& instantiated, ClusterPlan* out) noexcept {
+  if (out == nullptr) return Status::null_pointer;
+  if (rows < 0 || cols < 0) return Status::negative_size;
+  if (rows > 0 && cols > INT64_MAX / dtype_bytes(dtype) / rows) return Status::size_overflow;
+  ClusterPlan plan;
+  plan.rows = rows;
+  plan.cols = cols;
+  if (rows == 0 || cols == 0) {
+    *out = plan;
+    return Status::success;
+  }
+  if (max_cluster_size < 1) return Status::unsupported_device;
+  ClusterConfig c = fallback;
+  if (preferred != nullptr) {
+    if (!instantiated(*preferred)) return Status::invalid_strategy;
+    if (!fits(*preferred)) return Status::not_admissible;
+    c = *preferred;
+  }
+  if (c.cluster_size == 0) return Status::not_admissible;
+  plan.config = c;
+  plan.chunk_elems = cluster_chunk(cols, c.cluster_size);
+  plan.grid_blocks = cluster_grid_blocks(rows, c.cluster_size);
+  const int tiles = c.residence == RowResidence::shared_memory ? 1 : c.residence == RowResidence::registers ? 0 : 2;
+  plan.shared_bytes = tiles * plan.chunk_elems * dtype_bytes(dtype);
+  *out = plan;
+  return Status::success;
+}
+
+/// Which clusters a kernel's grid holds.
+enum class ClusterGrid : int {
+  one_per_row,       // one cluster per row (up to the grid limit): clusters come and go as the GPU has room
+  resident_looping,  // only the clusters that are resident at once, each looping over rows: a pipelined
+                     // kernel overlaps rows only by looping, and the sharded kernel's blocks wait for peers
+};
+
+/// Admits a plan on a device: `resident_clusters(int*)` asks the runtime how many clusters of the plan's
+/// kernel are resident at once (a Status back). not_admissible when not even one is; a resident_looping grid
+/// is capped to them.
+template <class ResidentClusters>
+Status admit_cluster_plan(ClusterPlan& plan, ClusterGrid grid, ResidentClusters&& resident_clusters) noexcept {
+  if (plan.grid_blocks == 0) return Status::success;
+  int resident = 0;
+  RSS_TRY(resident_clusters(&resident));
+  if (resident < 1) return Status::not_admissible;
+  if (grid == ClusterGrid::resident_looping && plan.rows > resident) {
+    plan.grid_blocks = static_cast<std::int64_t>(resident) * plan.config.cluster_size;
+  }
+  return Status::success;
+}
+
+/// The cheapest Fit a call allows: `pointers` are every matrix the kernel reads or writes, `lds` their
+/// leading dimensions. exact needs `exact_instantiated` and a row that fills every block's share.
+inline Fit row_fit(std::initializer_list<const void*> pointers, std::initializer_list<std::int64_t> lds, DType dtype,
+                   const ClusterPlan& plan, bool exact_instantiated) noexcept {
+  const int vector_width = 16 / dtype_bytes(dtype);
+  std::uintptr_t bits = 0;
+  for (const void* p : pointers) bits |= reinterpret_cast<std::uintptr_t>(p);
+  bool aligned = bits % 16 == 0 && plan.cols % vector_width == 0;
+  for (const std::int64_t ld : lds) aligned = aligned && ld % vector_width == 0;
+  if (!aligned) return Fit::checked;
+  const ClusterConfig& c = plan.config;
+  const std::int64_t share = static_cast<std::int64_t>(c.threads) * c.elems_per_thread;
+  const bool exact = plan.chunk_elems == share && plan.cols == share * c.cluster_size;
+  return exact && exact_instantiated ? Fit::exact : Fit::vectors;
+}
+
+}  // namespace rss
