@@ -302,6 +302,17 @@ void run_variant(benchmark::State& st, Shape shape, std::size_t variant, int rou
   g_records.push_back(std::move(r));
 }
 
+/// A run's error message, or "" when it succeeded. Google Benchmark 1.7 reports errors as error_occurred /
+/// error_message; 1.8 replaced them by skipped / skip_message: both are accepted, whichever the build has.
+template <class Run>
+auto run_error(const Run& run, int) -> decltype(run.error_occurred, std::string()) {
+  return run.error_occurred ? run.error_message : std::string();
+}
+template <class Run>
+auto run_error(const Run& run, long) -> decltype(run.skip_message, std::string()) {
+  return run.skipped != decltype(run.skipped){} ? run.skip_message : std::string();
+}
+
 /// Session progress on the terminal: shape, round, variant and an estimate of the time left.
 class ProgressReporter : public benchmark::BenchmarkReporter {
  public:
@@ -310,11 +321,12 @@ class ProgressReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
       ++done_;
+      const std::string error = run_error(run, 0);
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       const double left = elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_);
       std::fprintf(stderr, "\r[session %d] %-48s %9.1f us  %4zu/%zu  ~%4.0f s left%s", g_options.session,
                    run.benchmark_name().c_str(), run.GetAdjustedRealTime(), done_, total_, left,
-                   run.error_occurred ? ("  ERROR: " + run.error_message + "\n").c_str() : "   ");
+                   error.empty() ? "   " : ("  ERROR: " + error + "\n").c_str());
     }
   }
   void Finalize() override { std::fprintf(stderr, "\n"); }

@@ -83,7 +83,8 @@ enum class MegakernelControl : int {
 /// `op.initialize(rss::Strategy::automatic, ...)` reads as before.
 struct Config {
   Strategy strategy = Strategy::automatic;
-  ClusterConfig cluster{};                         // cluster_row: a configuration to use when it fits the row
+  ClusterConfig cluster{};                         // cluster_row: a configuration to use (refused when it does
+                                                   // not hold the row), instead of the default
   MegakernelControl control = MegakernelControl::none;
 
   constexpr Config() = default;

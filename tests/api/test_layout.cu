@@ -466,7 +466,7 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
             INFO("initialize: " << rss::status_message(init) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
             // Tiles larger than a block's shared memory (two 128 KB fp32 tiles) are refused, not launched.
             const std::int64_t tiles = pipelined ? 2 : shared ? 1 : 0;
-            const std::int64_t tile_bytes = tiles * rss::detail::cluster_chunk(cols, cluster_size) * 4;
+            const std::int64_t tile_bytes = tiles * rss::cluster_chunk(cols, cluster_size) * 4;
             if (tile_bytes > static_cast<std::int64_t>(device.shared_per_block_optin)) {
               CHECK(init == Status::not_admissible);
               continue;

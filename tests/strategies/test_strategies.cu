@@ -124,10 +124,10 @@ using rss_test::cluster_row_holds;
 
 /// A refused cluster_row call: not_admissible, nothing launched, y untouched.
 template <class T>
-void check_cluster_row_refuses(const Problem<T>& p, cudaStream_t stream) {
+void check_cluster_row_refuses(const rss::Config& config, const Problem<T>& p, cudaStream_t stream) {
   rss_test::DeviceBuffer y(p.x.size() * sizeof(T));
   rss_test::poison(y);
-  const rss::Status s = rss::rms_scaled_softmax(Strategy::cluster_row, p.x_device.template get<const T>(), y.get<T>(),
+  const rss::Status s = rss::rms_scaled_softmax(config, p.x_device.template get<const T>(), y.get<T>(),
                                                 p.shape.rows, p.shape.cols, nullptr, 0, stream);
   CHECK(s == rss::Status::not_admissible);
   RSS_TEST_CUDA(cudaStreamSynchronize(stream));
@@ -148,7 +148,7 @@ void check_all_strategies(const std::vector<Shape>& shapes) {
       INFO(shape.rows << " x " << shape.cols << " " << rss::dtype_name(rss::dtype_of<T>) << " " << named.name
                       << " seed " << problem.seed);
       if (strategy.strategy == Strategy::cluster_row && !cluster_row_holds<T>(shape.cols, strategy.cluster)) {
-        check_cluster_row_refuses(problem, stream);
+        check_cluster_row_refuses(strategy, problem, stream);
         continue;
       }
       const std::vector<T> y = run_strategy(strategy, problem, stream, nullptr);

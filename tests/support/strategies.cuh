@@ -30,11 +30,11 @@ inline std::vector<NamedConfig> strategies_and_controls() {
   std::vector<NamedConfig> v;
   for (rss::Strategy s : rss::all_strategies) v.push_back({rss::strategy_name(s), s});
   // Clusters of 8 blocks for every row the configuration holds (up to 262144 elements): short rows leave
-  // blocks without elements, which the kernel must handle too. Longer rows get the default, which refuses.
+  // blocks without elements, which the kernel must handle too. Longer rows are refused (not_admissible).
   v.push_back({"cluster_row_shared",
                {rss::Strategy::cluster_row, rss::ClusterConfig{512, 64, 8, rss::RowResidence::shared_memory}}});
   // Two tiles per block and only the resident clusters launched: shapes with many rows loop (rows up to
-  // 32768 elements; the fp32 ones over 16384 need two 64 KB tiles per block).
+  // 32768 elements, longer ones refused; the fp32 ones over 16384 need two 64 KB tiles per block).
   v.push_back({"cluster_row_pipelined",
                {rss::Strategy::cluster_row, rss::ClusterConfig{512, 32, 2, rss::RowResidence::shared_memory_pipelined}}});
   v.push_back({"control_no_retention", {rss::Strategy::megakernel_grid, {}, rss::MegakernelControl::no_retention}});
@@ -43,15 +43,13 @@ inline std::vector<NamedConfig> strategies_and_controls() {
   return v;
 }
 
-/// Whether cluster_row holds a row of `cols` elements of T on the current device, with its default
-/// configuration or with `preferred` (the configuration a call asks for; empty: none).
+/// Whether cluster_row holds a row of `cols` elements of T on the current device: with `preferred` when the
+/// call asks for one (a preference is used as given or refused, never replaced), else with the default.
 template <class T>
 bool cluster_row_holds(std::int64_t cols, const rss::ClusterConfig& preferred = {}) {
   rss::DeviceInfo device;
   REQUIRE(rss::current_device_info(&device) == rss::Status::success);
-  if (!preferred.empty() && rss::cluster_config_fits(preferred, cols, rss::dtype_of<T>, device.max_cluster_size)) {
-    return true;
-  }
+  if (!preferred.empty()) return rss::cluster_config_fits(preferred, cols, rss::dtype_of<T>, device.max_cluster_size);
   return rss::default_cluster_config(cols, rss::dtype_of<T>, device.max_cluster_size).cluster_size > 0;
 }
 

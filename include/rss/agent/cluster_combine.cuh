@@ -97,9 +97,13 @@ class ClusterCombine {
   int set_ = 0;
 };
 
-/// The combine of rows that live on one GPU: nothing from the host but the cluster size.
+/// The combine of rows that live on one GPU: nothing from the host but the cluster size. No register budget
+/// beyond the block's own (0: __launch_bounds__ without a minimum; the forward's and backward's
+/// configurations were measured so, and a minimum of 1 already moves ptxas's register choices).
 struct WithinCluster {
   struct Params {};
+  template <int Threads>
+  static constexpr int min_blocks_per_sm = 0;
   template <int Threads, class R>
   class Combine : public ClusterCombine<Threads, R> {
    public:

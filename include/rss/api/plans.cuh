@@ -29,8 +29,10 @@ Status megakernel_geometry(const Config& config, std::int64_t rows, std::int64_t
 }
 
 /// The plan cluster_row makes for a rows x cols problem of T on the current device (for aligned,
-/// contiguous rows), with `config.cluster` when it fits the row, else the default configuration; the grid
-/// is the one launched (a pipelined configuration's is capped by the kernel's occupancy).
+/// contiguous rows), with `config.cluster` when it is set (refused as a call would refuse it:
+/// invalid_strategy when it is not instantiated, not_admissible when it does not hold the row), else the
+/// default configuration; the grid is the one launched (a pipelined configuration's is capped by the
+/// kernel's occupancy).
 template <class T>
 Status cluster_geometry(const Config& config, std::int64_t rows, std::int64_t cols, ClusterPlan* out) noexcept {
   if (out == nullptr) return Status::null_pointer;

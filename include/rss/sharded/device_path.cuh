@@ -210,9 +210,13 @@ class RankCombine {
   std::uint32_t seq_;
 };
 
-/// The combine of rows sharded over ranks (rss/agent/row_agent.cuh's Scope).
+/// The combine of rows sharded over ranks (rss/agent/row_agent.cuh's Scope). Its grid is only the clusters
+/// that stay resident, each looping over rows, so it keeps two blocks of 512 threads per SM (at most 64
+/// registers): ptxas otherwise gives the widest configurations 128 and halves the blocks in flight.
 struct AcrossRanks {
   using Params = RankParams;
+  template <int Threads>
+  static constexpr int min_blocks_per_sm = 2048 / Threads / 2;
   template <int Threads, class R>
   using Combine = RankCombine<Threads, R>;
 };

@@ -115,7 +115,8 @@ Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* stats, 
 }  // namespace cluster_row
 
 /// Strategy cluster_row: no workspace; the plan depends on the pointers' alignment (which kernel
-/// instantiation may run) and takes a configuration from the caller or the tuning table when it fits.
+/// instantiation may run) and takes a configuration from the caller or the tuning table as given, or
+/// refuses it (rss/planner/cluster_plan.hpp).
 struct ClusterRow : NothingToPrepare, NoWorkspace {
   static constexpr Strategy id = Strategy::cluster_row;
   template <class T>

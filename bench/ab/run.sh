@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Before/after on one GPU: two builds of the benches (an earlier tree's and this one's) measured alternately
+# in one run, so that a refactoring or a kernel change is judged against the same GPU, clocks and inputs.
+# Each round runs the forward suite (rss_bench) and the backward suite (rss_backward_bench) of both trees,
+# in the order A B in odd rounds and B A in even ones; every run writes Google Benchmark's JSON.
+#
+# Usage: bench/ab/run.sh OLD_DIR NEW_DIR OUT_DIR [ROUNDS] [FORWARD_FILTER] [BACKWARD_FILTER]
+#   OLD_DIR, NEW_DIR  folders holding rss_bench and rss_backward_bench of the two trees
+#   ROUNDS            rounds (default 3)
+#   FORWARD_FILTER    --benchmark_filter of the forward suite (default: cluster_row and automatic)
+#   BACKWARD_FILTER   --benchmark_filter of the backward suite (default: cluster_row, both saved states)
+# Then: python3 bench/ab/summary.py OUT_DIR  (medians and spread per benchmark, new against old).
+set -u -o pipefail
+old=${1:?OLD_DIR}
+new=${2:?NEW_DIR}
+out=${3:?OUT_DIR}
+rounds=${4:-3}
+forward_filter=${5:-'/(cluster_row|automatic)/'}
+backward_filter=${6:-'/cluster_row(_saved)?/'}
+mkdir -p "$out"
+nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem --format=csv,noheader > "$out/gpu.txt" 2>&1 || true
+status=0
+one() {  # TREE NAME ROUND: both suites of one tree
+  local dir=$1 tree=$2 round=$3
+  "$dir/rss_bench" --benchmark_filter="$forward_filter" --benchmark_min_time=0.2 --benchmark_format=json \
+    --benchmark_out="$out/forward_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/forward_${tree}_${round}.log" || status=1
+  "$dir/rss_backward_bench" --benchmark_filter="$backward_filter" --benchmark_format=json \
+    --benchmark_out="$out/backward_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/backward_${tree}_${round}.log" || status=1
+  echo "round $round $tree: done at $SECONDS s"
+}
+for round in $(seq 1 "$rounds"); do
+  if [ $((round % 2)) -eq 1 ]; then one "$old" old "$round"; one "$new" new "$round"
+  else one "$new" new "$round"; one "$old" old "$round"; fi
+done
+exit $status
