@@ -9,6 +9,9 @@
 #   ROUNDS            rounds (default 3)
 #   FORWARD_FILTER    --benchmark_filter of the forward suite (default: cluster_row and automatic)
 #   BACKWARD_FILTER   --benchmark_filter of the backward suite (default: cluster_row, both saved states)
+# Environment: AB_ARGS, more flags for both suites (e.g. --benchmark_repetitions=3: every repetition is a
+# sample); AB_FIRST_ROUND, the number of the first round (default 1; an even one starts with the new tree), so
+# that a later call adds rounds to an earlier one's folder.
 # Then: python3 bench/ab/summary.py OUT_DIR  (medians and spread per benchmark, new against old).
 set -u -o pipefail
 old=${1:?OLD_DIR}
@@ -17,18 +20,20 @@ out=${3:?OUT_DIR}
 rounds=${4:-3}
 forward_filter=${5:-'/(cluster_row|automatic)/'}
 backward_filter=${6:-'/cluster_row(_saved)?/'}
+first=${AB_FIRST_ROUND:-1}
+read -r -a extra <<< "${AB_ARGS:-}"
 mkdir -p "$out"
 nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem --format=csv,noheader > "$out/gpu.txt" 2>&1 || true
 status=0
 one() {  # TREE NAME ROUND: both suites of one tree
   local dir=$1 tree=$2 round=$3
-  "$dir/rss_bench" --benchmark_filter="$forward_filter" --benchmark_min_time=0.2 --benchmark_format=json \
+  "$dir/rss_bench" --benchmark_filter="$forward_filter" --benchmark_min_time=0.2 --benchmark_format=json "${extra[@]}" \
     --benchmark_out="$out/forward_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/forward_${tree}_${round}.log" || status=1
-  "$dir/rss_backward_bench" --benchmark_filter="$backward_filter" --benchmark_format=json \
+  "$dir/rss_backward_bench" --benchmark_filter="$backward_filter" --benchmark_format=json "${extra[@]}" \
     --benchmark_out="$out/backward_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/backward_${tree}_${round}.log" || status=1
   echo "round $round $tree: done at $SECONDS s"
 }
-for round in $(seq 1 "$rounds"); do
+for round in $(seq "$first" $((first + rounds - 1))); do
   if [ $((round % 2)) -eq 1 ]; then one "$old" old "$round"; one "$new" new "$round"
   else one "$new" new "$round"; one "$old" old "$round"; fi
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Before/after summary of bench/ab/run.sh: per benchmark, the median over rounds of each tree's time, the
-spread (max - min over rounds, as a share of the median), and new / old. Standard library only.
+"""Before/after summary of bench/ab/run.sh: per benchmark, the median over every sample of each tree (one per
+round and repetition), the spread (max - min, as a share of the median), and new / old. Standard library only.
 
 Usage: bench/ab/summary.py OUT_DIR [--markdown FILE]
 A benchmark is "within noise" when |new / old - 1| is at most the larger of the two spreads.
@@ -14,11 +14,15 @@ import sys
 
 
 def times(out_dir, suite, tree):
-    """{benchmark name: [real_time in us, one per round]} of one suite and tree."""
+    """{benchmark name: [real_time in us, one per round and repetition]} of one suite and tree."""
     result = {}
     for path in sorted(glob.glob(os.path.join(out_dir, f"{suite}_{tree}_*.json"))):
-        with open(path) as f:
-            data = json.load(f)
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except json.JSONDecodeError:
+            print(f"{path}: incomplete (the run was cut short), left out", file=sys.stderr)
+            continue
         for b in data.get("benchmarks", []):
             if b.get("run_type") == "aggregate" or b.get("error_occurred") or b.get("skipped"):
                 continue
