@@ -7,8 +7,8 @@
 # Usage: bench/ab/run.sh OLD_DIR NEW_DIR OUT_DIR [ROUNDS] [FORWARD_FILTER] [BACKWARD_FILTER]
 #   OLD_DIR, NEW_DIR  folders holding rss_bench and rss_backward_bench of the two trees
 #   ROUNDS            rounds (default 3)
-#   FORWARD_FILTER    --benchmark_filter of the forward suite (default: cluster_row and automatic)
-#   BACKWARD_FILTER   --benchmark_filter of the backward suite (default: cluster_row, both saved states)
+#   FORWARD_FILTER    --benchmark_filter of the forward suite (default: cluster_row and automatic; - skips it)
+#   BACKWARD_FILTER   --benchmark_filter of the backward suite (default: cluster_row, both saved states; - skips it)
 # Environment: AB_ARGS, more flags for both suites (e.g. --benchmark_repetitions=3: every repetition is a
 # sample); AB_FIRST_ROUND, the number of the first round (default 1; an even one starts with the new tree), so
 # that a later call adds rounds to an earlier one's folder.
@@ -27,9 +27,9 @@ nvidia-smi --query-gpu=uuid,name,clocks.sm,clocks.mem --format=csv,noheader > "$
 status=0
 one() {  # TREE NAME ROUND: both suites of one tree
   local dir=$1 tree=$2 round=$3
-  "$dir/rss_bench" --benchmark_filter="$forward_filter" --benchmark_min_time=0.2 --benchmark_format=json "${extra[@]}" \
+  [ "$forward_filter" = - ] || "$dir/rss_bench" --benchmark_filter="$forward_filter" --benchmark_min_time=0.2 --benchmark_format=json "${extra[@]}" \
     --benchmark_out="$out/forward_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/forward_${tree}_${round}.log" || status=1
-  "$dir/rss_backward_bench" --benchmark_filter="$backward_filter" --benchmark_format=json "${extra[@]}" \
+  [ "$backward_filter" = - ] || "$dir/rss_backward_bench" --benchmark_filter="$backward_filter" --benchmark_format=json "${extra[@]}" \
     --benchmark_out="$out/backward_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/backward_${tree}_${round}.log" || status=1
   echo "round $round $tree: done at $SECONDS s"
 }

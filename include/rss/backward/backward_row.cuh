@@ -30,6 +30,7 @@ struct ReadsY {
 
     __device__ Source(const Share& share, const BackwardParams<T>& p, std::int64_t row, std::int64_t begin)
         : y(share.load(p.y + row * p.layout.ld_y + begin)) {}
+    __device__ void prepare() {}
     __device__ float at(const typename Share::Held&, int u, int e) const { return y.at(u, e); }
     __device__ void add(ThreadSums& acc, float x, float y_value, float g) const { acc.add(x, y_value, g); }
     __device__ RowGradient gradient(const RowSums& s, std::int64_t cols) const { return make_row_gradient(s, cols); }
@@ -41,10 +42,12 @@ struct RecomputesY {
   template <class Share, class T>
   struct Source {
     RowStatistics saved;
-    SavedRow recompute;
+    SavedRow recompute{};
 
-    __device__ Source(const Share&, const BackwardParams<T>& p, std::int64_t row, std::int64_t)
-        : saved(p.stats[row]), recompute(saved_row(saved)) {}
+    __device__ Source(const Share&, const BackwardParams<T>& p, std::int64_t row, std::int64_t) : saved(p.stats[row]) {}
+    /// After every load is issued: the division's slow path is a branch, and loads after it would wait for it
+    /// (ptxas then issued dy's loads behind it: 7-9% on 4096 x 32768 bf16, bench/NOTES.md).
+    __device__ void prepare() { recompute = saved_row(saved); }
     __device__ float at(const typename Share::Held& x, int u, int e) const { return recompute.y(x.at(u, e)); }
     __device__ void add(ThreadSums& acc, float x, float y_value, float g) const { acc.add_saved(x, y_value, g); }
     __device__ RowGradient gradient(const RowSums& s, std::int64_t cols) const {
@@ -64,10 +67,11 @@ struct BackwardRow {
                                              Combine& combine, bool) {
     using Traits = StorageTraits<T>;
     const BackwardLayout& l = p.layout;
-    // All loads first: 3 V (recomputing y: 2 V) of them in flight per thread.
+    // All loads first: 3 V (recomputing y: 2 V) of them in flight per thread, then what derives from them.
     const auto x = share.load(p.x + row * l.ld_x + begin);
-    const typename YSource::template Source<Share, T> y(share, p, row, begin);
+    typename YSource::template Source<Share, T> y(share, p, row, begin);
     const auto g = share.load(p.dy + row * l.ld_dy + begin);
+    y.prepare();
     ThreadSums acc;
     share.each_index([&](int u, int e) { y.add(acc, x.at(u, e), y.at(x, u, e), g.at(u, e)); });
     const RowGradient grad = y.gradient(combine.template all_reduce<0>(acc.total(), CombineRowSums{}), l.cols);
