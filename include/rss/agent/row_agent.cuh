@@ -48,8 +48,16 @@ struct BlockShare {
   std::int64_t n;
 
   __device__ explicit BlockShare(const RowSplit& s)
-      : rank(s.cluster_size > 1 ? static_cast<int>(cooperative_groups::this_cluster().block_rank()) : 0),
-        begin(rank * s.chunk), n(max(min(s.chunk, s.cols - begin), std::int64_t{0})) {}
+      : rank(rank_in_cluster(s.cluster_size)), begin(rank * s.chunk), n(max(min(s.chunk, s.cols - begin), std::int64_t{0})) {}
+
+  __device__ static int rank_in_cluster(int cluster_size) {
+#if RSS_CLUSTER_DEVICE_CODE  // clusters exist from sm_90; other targets never launch these kernels
+    return cluster_size > 1 ? static_cast<int>(cooperative_groups::this_cluster().block_rank()) : 0;
+#else
+    (void)cluster_size;
+    return 0;
+#endif
+  }
 };
 
 /// The share in registers: one cluster per row (looping when the grid has fewer clusters than rows).
