@@ -2,7 +2,7 @@
 // The combine of the row agent: a row program's per-thread partials, reduced over the block (CUB) and
 // then over the row's cluster through distributed shared memory (rss/sync/cluster_reduce.cuh). A row
 // program names the value of each of its reduction rounds (Rounds<...>); the combine owns their shared
-// storage. WithinCluster is the combine of one GPU; rss/sharded/rank_combine.cuh continues across ranks.
+// storage. WithinCluster is the combine of one GPU; AcrossRanks (rss/sharded/device_path.cuh) continues across ranks.
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
 

@@ -15,7 +15,7 @@
 //
 // Instantiations: the forward (rss/agent/forward_row.cuh) within a cluster is strategy cluster_row; the
 // backward (rss/backward/backward_row.cuh) within a cluster is the backward's cluster_row; the forward
-// across ranks (rss/sharded/rank_combine.cuh) is the sharded nccl_device kernel.
+// across ranks (AcrossRanks, rss/sharded/device_path.cuh) is the sharded nccl_device kernel.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
