@@ -158,7 +158,6 @@ inline Status plan_device_path(std::int64_t rows, std::int64_t max_cols, DType d
   RSS_TRY(plan_clusters(
       rows, max_cols, dtype, max_cluster_size, plan_device_config(max_cols, dtype, max_cluster_size), nullptr,
       [](const ClusterConfig&) { return true; }, [](const ClusterConfig&) { return true; }, &p));
-  if (rows > 0 && max_cols > 0 && p.config.cluster_size == 0) return Status::not_admissible;
   RSS_TRY(admit_cluster_plan(p, ClusterGrid::resident_looping, [&](int* resident) {
     *resident = resident_clusters > INT32_MAX ? INT32_MAX : static_cast<int>(resident_clusters);
     return Status::success;

@@ -58,7 +58,6 @@ inline const char* kernel_name(Fit fit, RowResidence residence) {
 /// The kernel a plan launches for one call's pointers, and its occupancy.
 struct Admitted {
   Fit fit = Fit::checked;
-  bool writes_stats = false;
   int blocks_per_sm = 0;
 };
 
@@ -88,7 +87,6 @@ Status make_plan(const T* x, const T* y, bool writes_stats, const Layout& layout
   if (p.geometry.grid_blocks > 0) {
     const ClusterConfig& c = p.geometry.config;
     p.admitted.fit = fit_of(p.geometry, x, y, layout);
-    p.admitted.writes_stats = writes_stats;
     p.kernel = writes_stats ? kernel_for<T, WriteStatistics>(c, p.admitted.fit) : kernel_for<T, NoStatistics>(c, p.admitted.fit);
     const ClusterGrid grid =
         c.residence == RowResidence::shared_memory_pipelined ? ClusterGrid::resident_looping : ClusterGrid::one_per_row;
