@@ -26,12 +26,16 @@ os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
-
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# torch is imported by import_torch() after the arguments are parsed, so that --help works without it.
+torch = dist = None
 EPS = 1e-5
+
+
+def import_torch():
+    """Binds the module-level torch and dist (in main and in every spawned worker)."""
+    global torch, dist
+    import torch
+    import torch.distributed as dist
 
 
 def sharded_rms_scaled_softmax(x, global_cols, world):
@@ -55,6 +59,8 @@ def widths_of(cols, world):
 
 
 def worker(rank, world, port, args, out_path):
+    import_torch()
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             device_id=torch.device("cuda", rank))
@@ -65,7 +71,7 @@ def worker(rank, world, port, args, out_path):
         widths = widths_of(cols, world)
         c0 = sum(widths[:rank])
         for dt in args.dtypes.split(","):
-            dtype = DTYPES[dt]
+            dtype = dtypes[dt]
             gen.manual_seed(args.seed + rows * 1000003 + cols)  # the same whole matrix on every rank
             scale = 0.25 + 3.75 * torch.rand((rows, 1), generator=gen, device="cuda")
             offset = -4.0 + 8.0 * torch.rand((rows, 1), generator=gen, device="cuda") / 2
@@ -139,6 +145,8 @@ def main():
     p.add_argument("--world", type=int, default=0, help="processes (default: every GPU, at most 8)")
     p.add_argument("--out", default="torch_records.json")
     args = p.parse_args()
+    import_torch()
+    import torch.multiprocessing as mp
     world = args.world or min(torch.cuda.device_count(), 8)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -20,7 +20,7 @@ import argparse
 import hashlib
 import sys
 
-import numpy as np
+# numpy is imported where it is used, so that --help works before the Python dependencies are installed.
 
 GENERATOR = "splitmix64(seed+k)>>40, 8u-4, float32"
 HASH_ELEMENTS = 1 << 20
@@ -29,6 +29,7 @@ _CHUNK = 1 << 24  # elements per vectorised step: bounds the uint64 temporaries 
 
 def splitmix64(z):
     """The splitmix64 finalizer applied to z + golden, element-wise on a uint64 array (wraps mod 2^64)."""
+    import numpy as np
     z = np.asarray(z, dtype=np.uint64)
     with np.errstate(over="ignore"):
         z = z + np.uint64(0x9E3779B97F4A7C15)
@@ -39,6 +40,7 @@ def splitmix64(z):
 
 def generate(seed, count, start=0):
     """Elements start .. start+count-1 of the fixture as a float32 array."""
+    import numpy as np
     out = np.empty(count, dtype=np.float32)
     s = np.uint64(seed % (1 << 64))
     for lo in range(0, count, _CHUNK):
@@ -76,6 +78,7 @@ def main(argv=None):
     if args.hash:
         print(fixture_hash(args.seed))
     if args.print:
+        import numpy as np
         begin, end = args.print
         for k, v in enumerate(generate(args.seed, max(0, end - begin), begin), start=begin):
             print(f"{k} {float(v):.9g} 0x{int(np.float32(v).view(np.uint32)):08x}")

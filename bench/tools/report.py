@@ -36,7 +36,8 @@ import os
 import sys
 from collections import Counter, defaultdict
 
-import numpy as np
+# numpy and matplotlib are imported where they are used, so that --help works before the Python dependencies
+# are installed.
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import records  # noqa: E402  (sibling module; the tools are run as scripts)
@@ -106,6 +107,7 @@ def _f(x):
 
 
 def _mean(values):
+    import numpy as np
     values = [v for v in values if v is not None]
     return float(np.mean(values)) if values else None
 
@@ -166,11 +168,13 @@ def protocol_checks(files, sessions):
 # ----------------------------------------------------------------------------------------- aggregation
 def round_values(recs, field):
     """{round: median of that round's samples} for rounds that have samples."""
+    import numpy as np
     return {r: float(np.median(rec[field])) for r, rec in recs.items() if rec[field]}
 
 
 def session_stats(values):
     """Median, p10, p90 over rounds of a {round: value} map (None when empty)."""
+    import numpy as np
     if not values:
         return None
     v = np.array([values[r] for r in sorted(values)], dtype=np.float64)
@@ -193,6 +197,7 @@ def metadata(all_recs, warnings, label):
 
 def aggregate(sessions, rounds):
     """The summary's results list, retention deltas and best-per-shape rows."""
+    import numpy as np
     sids = [s["session"] for s in sessions]
     keys = sorted({k[1:] for k in rounds}, key=lambda k: (shape_order(k[0]), variant_order(k[1])))
     warnings, results = [], []

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import unittest
 
-import numpy as np
+# numpy is imported by the tests that use it, so that --help works without it.
 
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TOOLS)
@@ -137,6 +137,7 @@ class Workspace(unittest.TestCase):
 
 class AggregateTest(Workspace):
     def test_hand_computed_aggregates(self):
+        import numpy as np
         self.write_tiny()
         summary, markdown, prov = report.compute(self.raw)
         res = {r["variant"]: r for r in summary["results"]}
@@ -370,6 +371,18 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("no-such-records-dir", p.stdout + p.stderr)
 
+    def test_every_tool_helps_without_third_party_packages(self):
+        # python -S leaves site-packages off the path: no numpy, matplotlib or torch, as on a fresh machine.
+        bench = os.path.dirname(TOOLS)
+        tools = sorted(os.path.join(d, f) for d in ("tools", "backward", "sharded")
+                       for f in os.listdir(os.path.join(bench, d)) if f.endswith(".py"))
+        tools.append(os.path.join("ab", "summary.py"))
+        for tool in tools:
+            p = subprocess.run([sys.executable, "-S", os.path.join(bench, tool), "--help"],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, f"{tool}: {p.stdout + p.stderr}")
+            self.assertIn("usage:", p.stdout, tool)
+
 
 class SourceHashTest(Workspace):
     def test_definition_and_exclusions(self):
@@ -393,6 +406,7 @@ class FixtureTest(unittest.TestCase):
     @staticmethod
     def reference(seed, k):
         """Plain-integer splitmix64 finalizer and mapping, the spec written out once more."""
+        import numpy as np
         m = (1 << 64) - 1
         z = (seed + k + 0x9E3779B97F4A7C15) & m
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
@@ -401,6 +415,7 @@ class FixtureTest(unittest.TestCase):
         return z, np.float32(8.0 * ((z >> 40) / 2.0**24) - 4.0)
 
     def test_known_splitmix64_outputs(self):
+        import numpy as np
         # First outputs of the standard splitmix64 generator for states 0 and 1234567.
         self.assertEqual(int(fixture.splitmix64(np.uint64(0))), 0xE220A8397B1DCDAF)
         self.assertEqual(int(fixture.splitmix64(np.uint64(1234567))), 6457827717110365317)
@@ -416,6 +431,7 @@ class FixtureTest(unittest.TestCase):
         self.assertTrue(((x >= -4) & (x < 4)).all())
 
     def test_hash_and_cli(self):
+        import numpy as np
         want = hashlib.sha256(fixture.generate(42, 1 << 20).astype("<f4").tobytes()).hexdigest()
         self.assertEqual(fixture.fixture_hash(42), want)
         rc, out = run("fixture.py", "--seed", "42", "--hash")
