@@ -8,10 +8,36 @@
 #                                    shape order), 10 rounds x 30 samples, 10 shapes x fp32/bf16/fp16, the
 #                                    torch peers when torch is importable; records and report in bench/results/
 #
-# Other arguments go to bench/tools/session.py (--help) and override the preset, e.g. --shapes 4096x4096.
-# Without a GPU it stops with a clear message and exit code 2. RSS_BUILD_DIR: build folder (build-bench).
+# Other arguments go to bench/tools/session.py and override the preset, e.g. --shapes 4096x4096; a bad one
+# stops it at once with exit code 2 (--help lists them). Without a GPU it stops with a clear message and exit
+# code 2. RSS_BUILD_DIR: build folder (build-bench).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+usage() {
+  cat <<'USAGE'
+Usage: bash scripts/bench.sh [--quick | --full] [session.py options]
+
+Builds rss_bench and measures it with the project's protocol (docs/protocol.md), then builds the report.
+Needs an NVIDIA GPU: without one it stops with exit code 2 before building anything. It first sources
+scripts/setup.sh benchmark, which as root installs what is missing (Google Benchmark, the Python packages)
+and as another user names it and stops.
+
+  --quick     (the default) 1 session, 3 rounds x 10 samples, 6 shapes x fp32/bf16, no torch peers: a few
+              minutes; records and report in build-bench/quick/ (the committed results are untouched)
+  --full      the full protocol, about an hour: 2 sessions (session 2 in reversed shape order), 10 rounds x 30
+              samples, 10 shapes x fp32/bf16/fp16, the torch peers when torch is importable; records and report
+              in bench/results/
+  -h, --help  this text
+
+Environment: RSS_BUILD_DIR, the CMake build folder (default build-bench).
+
+Every other option goes to bench/tools/session.py and overrides the preset, e.g. --shapes 4096x4096:
+USAGE
+  # session.py's own parser, not a copy of it (it imports without numpy).
+  python3 -c 'import sys; sys.path.insert(0, "bench/tools"); import session; print(session.passed_on_help())' ||
+    echo "  (python3 bench/tools/session.py --help lists them)"
+}
 
 protocol=quick
 args=()
@@ -19,10 +45,19 @@ for a in "$@"; do
   case "$a" in
     --full) protocol=full ;;
     --quick) protocol=quick ;;
-    -h | --help) exec python3 bench/tools/session.py --help ;;
+    -h | --help) usage; exit 0 ;;
+    --build | --build=*)  # session.py's --build would name a folder other than the one built here
+      echo "scripts/bench.sh: --build is not passed on (this script builds rss_bench itself): set RSS_BUILD_DIR" >&2
+      exit 2 ;;
     *) args+=("$a") ;;
   esac
 done
+# A bad option fails now, not after the GPU check and the build.
+if [ "${#args[@]}" -gt 0 ]; then
+  command -v python3 >/dev/null 2>&1 || { echo "scripts/bench.sh: python3 not found (Debian: apt-get install python3)" >&2; exit 1; }
+  python3 -c 'import sys; sys.path.insert(0, "bench/tools"); import session; session.check_passed_on(sys.argv[1:])' \
+    --protocol "$protocol" "${args[@]}"
+fi
 
 if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "scripts/bench.sh: no NVIDIA GPU here (nvidia-smi finds none); nothing was built or measured." >&2

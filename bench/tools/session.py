@@ -117,12 +117,17 @@ def minutes(seconds):
     return "%.0f min" % (seconds / 60) if seconds >= 90 else "%.0f s" % seconds
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser(passed_on=False):
+    """The options; passed_on: those scripts/bench.sh hands on (it sets --build itself, from RSS_BUILD_DIR)."""
+    if passed_on:
+        ap = argparse.ArgumentParser(prog="scripts/bench.sh", usage=argparse.SUPPRESS, add_help=False)
+    else:
+        ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--protocol", choices=sorted(PRESETS), default="quick",
                     help="preset of the options below (default quick; full is the protocol of the committed results)")
-    ap.add_argument("--build", default=os.path.join(TREE, "build-bench"),
-                    help="CMake build folder holding bench/rss_bench (default build-bench)")
+    if not passed_on:
+        ap.add_argument("--build", default=os.path.join(TREE, "build-bench"),
+                        help="CMake build folder holding bench/rss_bench (default build-bench)")
     ap.add_argument("--sessions", type=int, nargs="+", help="session numbers (quick: 1; full: 1 2)")
     ap.add_argument("--rounds", type=int, help="rounds per shape (quick: 3; full: 10)")
     ap.add_argument("--iterations", type=int, help="host samples per variant and round (quick: 10; full: 30)")
@@ -137,17 +142,44 @@ def main(argv=None):
     ap.add_argument("--raw", help="raw records folder (quick: BUILD/quick/raw; full: bench/results/raw)")
     ap.add_argument("--results", help="report folder (quick: BUILD/quick; full: bench/results)")
     ap.add_argument("--no-report", action="store_true", help="record only; build the report later")
+    return ap
+
+
+def parse_args(ap, argv):
+    """The options with the preset filled in; a bad one is ap.error's (exit 2)."""
     args = ap.parse_args(argv)
     for key, value in PRESETS[args.protocol].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    if args.rounds < 1 or args.iterations < 1 or any(s < 1 for s in args.sessions):
+        ap.error("--rounds, --iterations and session numbers must be >= 1")
+    return args
+
+
+def check_passed_on(argv):
+    """scripts/bench.sh, before the GPU check and the build: the options it hands on, judged here (exit 2)."""
+    ap = parser(passed_on=True)
+
+    def refuse(message):
+        print("scripts/bench.sh: %s (bash scripts/bench.sh --help lists the options)" % message, file=sys.stderr)
+        sys.exit(2)
+    ap.error = refuse
+    parse_args(ap, argv)
+
+
+def passed_on_help():
+    """The options scripts/bench.sh hands on, for its --help."""
+    return parser(passed_on=True).format_help().rstrip()
+
+
+def main(argv=None):
+    ap = parser()
+    args = parse_args(ap, argv)
     quick_dir = os.path.join(args.build, "quick")
     if args.raw is None:
         args.raw = os.path.join(quick_dir, "raw") if args.protocol == "quick" else os.path.join(TREE, "bench", "results", "raw")
     if args.results is None:
         args.results = quick_dir if args.protocol == "quick" else os.path.join(TREE, "bench", "results")
-    if args.rounds < 1 or args.iterations < 1 or any(s < 1 for s in args.sessions):
-        ap.error("--rounds, --iterations and session numbers must be >= 1")
 
     bench = os.path.join(args.build, "bench", "rss_bench")
     if not os.path.exists(bench):

@@ -475,6 +475,20 @@ class SessionTest(unittest.TestCase):
         for needle in ("quick", "full", "docs/protocol.md"):
             self.assertIn(needle, out)
 
+    def test_bench_sh_options_are_judged_before_the_build(self):
+        sh = os.path.join(os.path.dirname(os.path.dirname(TOOLS)), "scripts", "bench.sh")
+        p = subprocess.run(["bash", sh, "--help"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for needle in ("--full", "--quick", "RSS_BUILD_DIR", "--shapes", "--rounds"):
+            self.assertIn(needle, p.stdout)
+        self.assertNotIn("--build", p.stdout)  # bench.sh builds; RSS_BUILD_DIR names the folder
+        for args, needle in ((["--bogus"], "unrecognized arguments: --bogus"), (["--full", "--rounds", "0"], ">= 1"),
+                             (["--build", "x"], "RSS_BUILD_DIR")):
+            p = subprocess.run(["bash", sh, *args], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(needle, p.stderr)
+            self.assertNotIn("GPU", p.stderr)
+
 
 class TuneTest(unittest.TestCase):
     """tune.py: an entry only for a clear, consistent win over the heuristic; a header that compiles."""
