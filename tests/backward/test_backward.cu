@@ -55,10 +55,12 @@ struct Problem {
   std::vector<double> ref_saved;          // the reference with y recomputed from `stats`
 
   Problem(const BackwardLayout& layout, std::uint64_t seed, const std::vector<Special>& specials = {},
-          float x_scale = 1.0f)
+          float x_scale = 1.0f, bool spiky = false)
       : l(layout) {
     const std::int64_t R = l.rows, C = l.cols;
-    const auto xs = rss_test::random_rows(R, C, seed);
+    const bool fp16 = rss::StorageTraits<T>::dtype == rss::DType::fp16;
+    const auto xs = spiky ? rss_test::spiky_rows(R, C, seed, fp16 ? 6e4f : 3e38f, fp16 ? 1e-3f : 1e-30f)
+                          : rss_test::random_rows(R, C, seed);
     std::mt19937_64 gen(seed ^ 0x9E3779B97F4A7C15ull);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f), gscale(0.1f, 10.0f);
     x.assign(static_cast<std::size_t>(extent(l.ld_x)), from_float<T>(std::nanf("")));
@@ -222,13 +224,14 @@ bool cluster_holds(std::int64_t cols, rss::DType dtype) {
 
 template <class T>
 void check_strategies(const BackwardLayout& l, std::uint64_t seed, bool in_place, int shift,
-                      const std::vector<Special>& specials = {}, bool saved = false, float x_scale = 1.0f) {
-  const Problem<T> p(l, seed, specials, x_scale);
+                      const std::vector<Special>& specials = {}, bool saved = false, float x_scale = 1.0f,
+                      bool spiky = false) {
+  const Problem<T> p(l, seed, specials, x_scale, spiky);
   for (const BackwardStrategy strategy : kStrategies) {
     INFO(type_name<T>() << " " << rss::backward_strategy_name(strategy) << " " << l.rows << " x " << l.cols << " ld "
                         << l.ld_x << "/" << l.ld_y << "/" << l.ld_dy << "/" << l.ld_dx << (in_place ? " in place" : "")
                         << " shift " << shift << " seed " << seed << (saved ? " saved statistics" : "")
-                        << " x scale " << x_scale);
+                        << " x scale " << x_scale << (spiky ? " spiky rows" : ""));
     std::string failure;
     BackwardStrategy ran{};
     const Status s = run_case<T>(strategy, p, in_place, shift, &failure, &ran, saved);
@@ -349,9 +352,10 @@ TEST_CASE("backward from saved row statistics (y recomputed): shapes, layouts, I
 /// The forward (`forward`, writing row statistics) then the saved backward of every strategy, against the
 /// exact gradient: the pair a training step runs when it keeps x and the statistics instead of y.
 template <class T>
-void check_forward_statistics_feed_backward(rss::Strategy forward, std::int64_t rows, std::int64_t cols) {
+void check_forward_statistics_feed_backward(rss::Strategy forward, std::int64_t rows, std::int64_t cols,
+                                            bool spiky = false) {
   const BackwardLayout l = BackwardLayout::contiguous(rows, cols);
-  const Problem<T> p(l, rss_test::fresh_seed());
+  const Problem<T> p(l, rss_test::fresh_seed(), {}, 1.0f, spiky);
   const std::size_t n = p.x.size();
   DeviceBuffer x(n * sizeof(T)), y(n * sizeof(T)), dy(n * sizeof(T)), dx(n * sizeof(T));
   DeviceBuffer stats(static_cast<std::size_t>(rows) * sizeof(rss::RowStatistics));
@@ -366,7 +370,8 @@ void check_forward_statistics_feed_backward(rss::Strategy forward, std::int64_t 
   for (const BackwardStrategy strategy : kStrategies) {
     if (strategy == BackwardStrategy::cluster_row && !cluster_holds(cols, rss::dtype_of<T>)) continue;
     INFO(type_name<T>() << " forward " << rss::strategy_name(forward) << ", backward "
-                        << rss::backward_strategy_name(strategy) << " " << rows << " x " << cols);
+                        << rss::backward_strategy_name(strategy) << " " << rows << " x " << cols
+                        << (spiky ? " spiky rows" : ""));
     std::size_t bytes = 0;
     REQUIRE(rss::backward_workspace_bytes<T>(strategy, rows, cols, &bytes) == Status::success);
     DeviceBuffer ws(bytes);
@@ -387,6 +392,85 @@ TEST_CASE("backward from the statistics the forward wrote matches the exact grad
     check_forward_statistics_feed_backward<float>(forward, 3, 131079);
     check_forward_statistics_feed_backward<__nv_bfloat16>(forward, 32, 128256);
     check_forward_statistics_feed_backward<__half>(forward, 64, 4099);
+  }
+}
+
+// Rows that a few entries dominate (spiky_rows: spikes in zeros or noise, eps-dominated rows with an offset,
+// scales from 1e-30 to 3e38): both saved states, and y recomputed from the statistics the forward wrote, which
+// once drifted by 2.6e-5 on such rows and took the backward past its bound.
+TEST_CASE("backward on rows that a few entries dominate: both saved states, statistics from every forward",
+          "[gpu][backward][spiky]") {
+  REQUIRE(rss_test::has_device());
+  for (const std::int64_t cols : {1000, 4099, 32768, 131072}) {
+    const std::uint64_t seed = rss_test::fresh_seed();
+    for (const bool saved : {false, true}) {
+      check_strategies<float>(BackwardLayout::contiguous(12, cols), seed, false, 0, {}, saved, 1.0f, true);
+      check_strategies<__nv_bfloat16>(BackwardLayout::contiguous(6, cols), seed, false, 0, {}, saved, 1.0f, true);
+      check_strategies<__half>(BackwardLayout::contiguous(6, cols), seed, false, 0, {}, saved, 1.0f, true);
+    }
+  }
+  for (const rss::Strategy forward : {rss::Strategy::automatic, rss::Strategy::cluster_row, rss::Strategy::local_fusion,
+                                      rss::Strategy::block_row, rss::Strategy::megakernel_grid, rss::Strategy::baseline}) {
+    check_forward_statistics_feed_backward<float>(forward, 12, 1000, true);
+    check_forward_statistics_feed_backward<float>(forward, 12, 32768, true);
+    check_forward_statistics_feed_backward<__nv_bfloat16>(forward, 6, 4099, true);
+    check_forward_statistics_feed_backward<__half>(forward, 6, 32768, true);
+  }
+}
+
+// The backward from y takes y as given: the kernels use no identity of a softmax output (such as sum y = 1), so
+// any y gets the formula's dx. Its error is then relative to the size of the formula's two terms,
+// r ||y (g - c)|| and (r^3 / N) |p - c q| ||x||, which for a y far from a softmax output can be far above ||dx||:
+// here y = dy = x (one buffer, all read-only), where the two terms nearly cancel.
+TEST_CASE("backward from y: any y gets the formula's dx, to fp32's bound on the size of its terms",
+          "[gpu][backward][any_y]") {
+  REQUIRE(rss_test::has_device());
+  for (const std::int64_t cols : {7, 1000, 4099, 32768}) {
+    const std::int64_t rows = 9;
+    const std::uint64_t seed = rss_test::fresh_seed();
+    const std::vector<float> x = rss_test::random_rows(rows, cols, seed);
+    const auto n = static_cast<std::size_t>(rows * cols);
+    std::vector<double> ref(n), scale(static_cast<std::size_t>(rows));
+    std::vector<double> xd(x.begin(), x.end());
+    rss::reference::rms_scaled_softmax_backward(xd.data(), xd.data(), xd.data(), ref.data(), rows, cols);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const double* xr = xd.data() + i * cols;
+      const rss::reference::BackwardRowSums sums = rss::reference::backward_row_sums(xr, xr, xr, cols);
+      const double r = 1.0 / std::sqrt(sums.sum_sq / static_cast<double>(cols) + rss::reference::epsilon);
+      double first = 0.0, norm_ref = 0.0;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        first += std::pow(r * xr[j] * (xr[j] - sums.c), 2);
+        norm_ref += std::pow(ref[static_cast<std::size_t>(i * cols + j)], 2);
+      }
+      const double second = r * r * r / static_cast<double>(cols) * std::abs(sums.p - sums.c * sums.q) * std::sqrt(sums.sum_sq);
+      scale[static_cast<std::size_t>(i)] = std::max({std::sqrt(norm_ref), std::sqrt(first), second});
+    }
+    DeviceBuffer buffer(n * sizeof(float)), dx(n * sizeof(float));
+    RSS_TEST_CUDA(cudaMemcpy(buffer.get(), x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    const BackwardLayout l = BackwardLayout::contiguous(rows, cols);
+    for (const BackwardStrategy strategy : kStrategies) {
+      if (strategy == BackwardStrategy::cluster_row && !cluster_holds(cols, rss::DType::fp32)) continue;
+      INFO(rss::backward_strategy_name(strategy) << " " << rows << " x " << cols << " seed " << seed);
+      std::size_t bytes = 0;
+      REQUIRE(rss::backward_workspace_bytes<float>(strategy, rows, cols, &bytes) == Status::success);
+      DeviceBuffer ws(bytes);
+      rss_test::poison(dx);
+      const float* one = buffer.get<const float>();
+      REQUIRE(rss::rms_scaled_softmax_backward<float>(strategy, one, one, one, dx.get<float>(), l, ws.get(), bytes) ==
+              Status::success);
+      std::vector<float> out(n);
+      RSS_TEST_CUDA(cudaMemcpy(out.data(), dx.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+      for (std::int64_t i = 0; i < rows; ++i) {
+        double diff = 0.0;
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const auto k = static_cast<std::size_t>(i * cols + j);
+          diff += (out[k] - ref[k]) * (out[k] - ref[k]);
+        }
+        const double error = std::sqrt(diff) / scale[static_cast<std::size_t>(i)];
+        INFO("row " << i << ": error " << error << " of the terms' size");
+        CHECK(error <= rss::reference::backward_tolerance(true));
+      }
+    }
   }
 }
 

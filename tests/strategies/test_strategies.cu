@@ -40,9 +40,11 @@ struct Problem {
   std::vector<double> reference;
   rss_test::DeviceBuffer x_device;
 
-  Problem(Shape s, std::uint64_t seed_)
+  Problem(Shape s, std::uint64_t seed_, bool spiky = false)
       : shape(s), seed(seed_), x_device(static_cast<std::size_t>(s.rows * s.cols) * sizeof(T)) {
-    const auto values = rss_test::random_rows(s.rows, s.cols, seed);
+    const bool fp16 = rss::dtype_of<T> == rss::DType::fp16;
+    const auto values = spiky ? rss_test::spiky_rows(s.rows, s.cols, seed, fp16 ? 6e4f : 3e38f, fp16 ? 1e-3f : 1e-30f)
+                              : rss_test::random_rows(s.rows, s.cols, seed);
     x.resize(values.size());
     std::vector<double> as_stored(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) {
@@ -107,13 +109,18 @@ void check_statistics(const rss::Config& strategy, const Problem<T>& p, const st
     for (std::size_t j = 0; j < row.size(); ++j) row[j] = to_double(p.x[i * row.size() + j]);
     const rss::reference::RowStatistics want = rss::reference::row_statistics(row.data(), p.shape.cols);
     const rss::RowStatistics& g = got[i];
+    // The sum is also the one the stored max and r give: a backward recomputes y from exactly these.
+    double own_sum = 0.0;
+    for (std::size_t j = 0; j < row.size(); ++j) own_sum += std::exp(static_cast<double>(g.inv_rms) * (row[j] - g.max));
     const bool good = g.max == static_cast<float>(want.max) &&
                       std::abs(g.inv_rms - want.inv_rms) <= rss::reference::fp32_tolerance * want.inv_rms &&
-                      std::abs(g.sum - want.sum) <= rss::reference::fp32_tolerance * want.sum;
+                      std::abs(g.sum - want.sum) <= rss::reference::fp32_tolerance * want.sum &&
+                      std::abs(g.sum - own_sum) <= rss::reference::fp32_tolerance * own_sum;
     if (!good) {
       ++bad;
       INFO("row " << i << ": max " << g.max << " (want " << want.max << "), inv_rms " << g.inv_rms << " (want "
-                  << want.inv_rms << "), sum " << g.sum << " (want " << want.sum << ")");
+                  << want.inv_rms << "), sum " << g.sum << " (want " << want.sum << ", from the stored max and r "
+                  << own_sum << ")");
       CHECK(good);
     }
   }
@@ -137,16 +144,16 @@ void check_cluster_row_refuses(const rss::Config& config, const Problem<T>& p, c
 }
 
 template <class T>
-void check_all_strategies(const std::vector<Shape>& shapes) {
+void check_all_strategies(const std::vector<Shape>& shapes, bool spiky = false) {
   cudaStream_t stream = nullptr;
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
   const double tolerance = rss::reference::tolerance(rss::dtype_of<T>);
   for (const Shape& shape : shapes) {
-    const Problem<T> problem(shape, rss_test::fresh_seed());
+    const Problem<T> problem(shape, rss_test::fresh_seed(), spiky);
     for (const rss_test::NamedConfig& named : rss_test::strategies_and_controls()) {
       const rss::Config& strategy = named.config;
       INFO(shape.rows << " x " << shape.cols << " " << rss::dtype_name(rss::dtype_of<T>) << " " << named.name
-                      << " seed " << problem.seed);
+                      << " seed " << problem.seed << (spiky ? " spiky rows" : ""));
       if (strategy.strategy == Strategy::cluster_row && !cluster_row_holds<T>(shape.cols, strategy.cluster)) {
         check_cluster_row_refuses(strategy, problem, stream);
         continue;
@@ -181,6 +188,15 @@ TEST_CASE("every strategy matches the reference on odd shapes", "[gpu][odd]") {
 TEST_CASE("bf16 and fp16 storage with fp32 arithmetic match the reference", "[gpu][half]") {
   check_all_strategies<__nv_bfloat16>({{1, 131072}, {8, 1001}, {64, 4099}});
   check_all_strategies<__half>({{1, 131072}, {8, 1001}, {64, 4099}});
+}
+
+// Rows that a few entries dominate (tests/support/random_input.hpp's spiky_rows: a spike in zeros or noise,
+// eps-dominated rows, rows of scales from 1e-30 to 3e38 in one call): y and, above all, the statistics, whose
+// sum once drifted by 2.6e-5 on such rows while y stayed right.
+TEST_CASE("rows that a few entries dominate: y and the row statistics of every strategy", "[gpu][spiky]") {
+  check_all_strategies<float>({{6, 4096}, {6, 32768}, {12, 131072}, {6, 200003}}, true);
+  check_all_strategies<__nv_bfloat16>({{6, 4099}, {6, 131072}}, true);
+  check_all_strategies<__half>({{6, 4099}, {6, 32768}, {6, 150001}}, true);
 }
 
 // Small enough for compute-sanitizer (tests/run_gpu_checks.sh): several blocks per row, several

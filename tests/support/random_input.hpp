@@ -1,6 +1,8 @@
 #pragma once
-// Fresh random inputs for tests: never zeros, scaled per row so that the inverse RMS matters
-// (a wrong r changes the output), with a per-row offset so that the maximum subtraction matters.
+// Fresh random inputs for tests. random_rows: never zeros, scaled per row so that the inverse RMS matters
+// (a wrong r changes the output), with a per-row offset so that the maximum subtraction matters. spiky_rows:
+// rows that a few entries dominate (exact zeros among them on purpose).
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -24,6 +26,55 @@ inline std::vector<float> random_rows(std::int64_t rows, std::int64_t cols, std:
       float v = s * (u(gen) + o);
       if (v == 0.0f) v = 1e-3f;  // never an exact zero
       x[static_cast<std::size_t>(i * cols + j)] = v;
+    }
+  }
+  return x;
+}
+
+}  // namespace rss_test
+
+namespace rss_test {
+
+/// Rows where a few entries dominate: the rows that test the row statistics and the backward's sums. Row i is
+/// of kind i % 6, each with fresh random positions and values:
+///   0  one spike of 30 in exact zeros (every other exponential underflows: the sum is 1)
+///   1  one spike of 50 in noise of unit scale
+///   2  two spikes of 100 in noise of scale 0.5
+///   3  noise of scale 1e-3 around a random offset of up to 1e-2, one spike of 12 times the scale (eps
+///      dominates the mean square)
+///   4  noise at a scale drawn log-uniformly in [min_scale, max_scale / 8], one spike of 8 times the scale
+///   5  unit noise and one entry of max_scale / 4
+/// max_scale and min_scale keep every value finite in the storage type (fp32 and bf16: 3e38 and 1e-30; fp16:
+/// 6e4 and 1e-3).
+inline std::vector<float> spiky_rows(std::int64_t rows, std::int64_t cols, std::uint64_t seed, float max_scale = 3e38f,
+                                     float min_scale = 1e-30f) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_real_distribution<double> log_scale(std::log(static_cast<double>(min_scale)),
+                                                   std::log(static_cast<double>(max_scale) / 8.0));
+  std::uniform_int_distribution<std::int64_t> at(0, cols - 1);
+  std::vector<float> x(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    float* row = x.data() + i * cols;
+    const int kind = static_cast<int>(i % 6);
+    const float offset = 1e-2f * unit(gen);
+    const float scale = kind == 4 ? static_cast<float>(std::exp(log_scale(gen))) : 1.0f;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      switch (kind) {
+        case 0: row[j] = 0.0f; break;
+        case 1: case 5: row[j] = unit(gen); break;
+        case 2: row[j] = 0.5f * unit(gen); break;
+        case 3: row[j] = offset + 1e-3f * unit(gen); break;
+        default: row[j] = scale * unit(gen); break;
+      }
+    }
+    switch (kind) {
+      case 0: row[at(gen)] = 30.0f; break;
+      case 1: row[at(gen)] = 50.0f; break;
+      case 2: row[at(gen)] = 100.0f; row[at(gen)] = 100.0f; break;
+      case 3: row[at(gen)] = offset + 12e-3f; break;
+      case 4: row[at(gen)] = 8.0f * scale; break;
+      default: row[at(gen)] = max_scale / 4.0f; break;
     }
   }
   return x;

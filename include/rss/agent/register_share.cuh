@@ -49,21 +49,34 @@ class RegisterShare {
     return h;
   }
 
-  /// f(u, e) for every element of the share this thread holds.
+  /// f(u, count) for every 16-byte vector u this thread holds: its elements e < count are in the share (count
+  /// is W but in a checked share's last vector).
   template <class Fn>
-  __device__ __forceinline__ void each_index(Fn&& f) const {
+  __device__ __forceinline__ void each_run_index(Fn&& f) const {
 #pragma unroll
     for (int u = 0; u < V; ++u) {
-#pragma unroll
-      for (int e = 0; e < W; ++e)
-        if (valid(u, e)) f(u, e);
+      if constexpr (F == Fit::checked) {
+        const std::int64_t left = n_ - index(u, 0);
+        if (left > 0) f(u, left < W ? static_cast<int>(left) : W);
+      } else {
+        if (vector_valid(u)) f(u, W);
+      }
     }
   }
 
-  /// f(x) for every element of `h`, as float.
+  /// f(values, count, reload) per 16-byte vector of `h` this thread holds: values[0, count) are its elements
+  /// in the share, as float; reload(w) converts them into w again.
   template <class Fn>
-  __device__ __forceinline__ void each(const Held& h, Fn&& f) const {
-    each_index([&](int u, int e) { f(h.at(u, e)); });
+  __device__ __forceinline__ void each_run(const Held& h, Fn&& f) const {
+    each_run_index([&](int u, int count) {
+      const auto read = [&](float (&w)[W]) {
+#pragma unroll
+        for (int e = 0; e < W; ++e) w[e] = h.at(u, e);
+      };
+      float v[W];
+      read(v);
+      f(v, count, read);
+    });
   }
 
   /// f(x) of every element of `h`, kept in registers.

@@ -32,7 +32,8 @@ struct ReadsY {
         : y(share.load(p.y + row * p.layout.ld_y + begin)) {}
     __device__ void prepare() {}
     __device__ float at(const typename Share::Held&, int u, int e) const { return y.at(u, e); }
-    __device__ void add(ThreadSums& acc, float x, float y_value, float g) const { acc.add(x, y_value, g); }
+    template <class Sums>
+    __device__ void add(Sums& acc, float x, float y_value, float g) const { acc.add(x, y_value, g); }
     __device__ RowGradient gradient(const RowSums& s, std::int64_t cols) const { return make_row_gradient(s, cols); }
   };
 };
@@ -49,7 +50,8 @@ struct RecomputesY {
     /// (ptxas then issued dy's loads behind it: 7-9% on 4096 x 32768 bf16, bench/NOTES.md).
     __device__ void prepare() { recompute = saved_row(saved); }
     __device__ float at(const typename Share::Held& x, int u, int e) const { return recompute.y(x.at(u, e)); }
-    __device__ void add(ThreadSums& acc, float x, float y_value, float g) const { acc.add_saved(x, y_value, g); }
+    template <class Sums>
+    __device__ void add(Sums& acc, float x, float y_value, float g) const { acc.add_saved(x, y_value, g); }
     __device__ RowGradient gradient(const RowSums& s, std::int64_t cols) const {
       return make_row_gradient(s, static_cast<double>(saved.inv_rms), cols);
     }
@@ -73,7 +75,17 @@ struct BackwardRow {
     const auto g = share.load(p.dy + row * l.ld_dy + begin);
     y.prepare();
     ThreadSums acc;
-    share.each_index([&](int u, int e) { y.add(acc, x.at(u, e), y.at(x, u, e), g.at(u, e)); });
+    share.each_run_index([&](int u, int count) {
+      RunSums run;
+#pragma unroll
+      for (int e = 0; e < Share::W; ++e)
+        if (e < count) y.add(run, x.at(u, e), y.at(x, u, e), g.at(u, e));
+      if (!acc.add_run(run)) {  // |x| or |g x| past fp32's squares: this vector again, in double
+#pragma unroll
+        for (int e = 0; e < Share::W; ++e)
+          if (e < count) y.add(acc, x.at(u, e), y.at(x, u, e), g.at(u, e));
+      }
+    });
     const RowGradient grad = y.gradient(combine.template all_reduce<0>(acc.total(), CombineRowSums{}), l.cols);
     // In place (dx == dy) is safe: each thread stores only the vectors it loaded.
     share.store_index(p.dx + row * l.ld_dx + begin, [&](int u, int e) {

@@ -9,15 +9,16 @@
 #include <cmath>
 #include <cstdint>
 
+#include "rss/phases/row_stats.cuh"
 #include "rss/types.hpp"
 
 namespace rss {
 
 namespace detail::backward {
 
-/// Partial sums of part of a row. The sum of squares and p accumulate in double per element (an fp32
+/// Partial sums of part of a row. The sum of squares and p reach double per element or per run (an fp32
 /// square overflows once |x| passes 1.8e19, an fp32 g y x once |g x| passes 3.4e38); c and q, bounded by
-/// max |g| and max |x| since the y sum to 1, accumulate in fp32 over one thread's few elements and in
+/// max |g| and max |x| for y a softmax output, accumulate in fp32 over one thread's few elements and in
 /// double from there on.
 struct RowSums {
   double sum_sq;
@@ -31,6 +32,24 @@ struct RowSums {
 struct CombineRowSums {
   __host__ __device__ RowSums operator()(const RowSums& a, const RowSums& b) const {
     return {a.sum_sq + b.sum_sq, a.c + b.c, a.p + b.p, a.q + b.q};
+  }
+};
+
+/// The sums of one run of at most one 16-byte vector's elements, all in fp32 (relative error <= 7 u): the
+/// register kernels add a run to ThreadSums once, instead of converting every element's square and g y x to
+/// double (F2F.F64 runs on the pipe of the exponentials; bench/NOTES.md).
+struct RunSums {
+  float sum_sq = 0.0f, p = 0.0f, c = 0.0f, q = 0.0f;
+
+  __device__ __forceinline__ void add(float x, float y, float g) {
+    sum_sq = fmaf(x, x, sum_sq);
+    add_saved(x, y, g);
+  }
+  __device__ __forceinline__ void add_saved(float x, float y, float g) {
+    const float gy = g * y;
+    c += gy;
+    p = fmaf(gy, x, p);
+    q = fmaf(y, x, q);
   }
 };
 
@@ -52,21 +71,29 @@ struct ThreadSums {
     p = fma(static_cast<double>(gy), static_cast<double>(x), p);
     q = fmaf(y, x, q);
   }
+  /// Adds a run; false, adding nothing, when it overflowed fp32 (the caller then adds its elements one by one).
+  __device__ __forceinline__ bool add_run(const RunSums& run) {
+    if (isinf(run.sum_sq) || isinf(run.p)) return false;
+    sum_sq += static_cast<double>(run.sum_sq);
+    p += static_cast<double>(run.p);
+    c += run.c;
+    q += run.q;
+    return true;
+  }
   __device__ __forceinline__ RowSums total() const { return {sum_sq, c, p, q}; }
 };
 
-/// y recomputed from x and a row's saved statistics, in the forward's exp2 form.
+/// y recomputed from x and a row's saved statistics: the forward's exponentials (the same constants, derived
+/// the same way from the same fp32 values), times the forward's 1 / sum.
 struct SavedRow {
-  float exp2_scale;
-  float exp2_offset;
+  RowScale scale;
   float inv_sum;
 
-  __device__ __forceinline__ float y(float x) const { return exp2f(fmaf(x, exp2_scale, exp2_offset)) * inv_sum; }
+  __device__ __forceinline__ float y(float x) const { return scale.exp_of(x) * inv_sum; }
 };
 
 __host__ __device__ inline SavedRow saved_row(const RowStatistics& s) {
-  const double scale = static_cast<double>(s.inv_rms) * 1.4426950408889634;
-  return {static_cast<float>(scale), static_cast<float>(-static_cast<double>(s.max) * scale), 1.0f / s.sum};
+  return {row_scale_of(s.max, s.inv_rms), 1.0f / s.sum};
 }
 
 /// The row constants of dx = r (y (g - c) - (r x) k).

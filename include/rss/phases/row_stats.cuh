@@ -11,16 +11,41 @@ namespace rss {
 
 /// Statistics of part of a row. Partials combine associatively, in any order. The sum of squares
 /// accumulates in double: in fp32 it overflows once |x| passes about 1.8e19 / sqrt(cols), while every
-/// finite fp32 square fits a double (FP64 throughput is not what bounds this memory-bound operator).
+/// finite fp32 square fits a double. Per element the squares are summed in fp32 over a run of at most
+/// one 16-byte vector (8 elements: relative error <= 7 u), and the run is added to the double once: a
+/// conversion to double per element (F2F.F64 runs on the pipe of the exponentials) cost 5-7% on the
+/// many-row shapes (bench/NOTES.md). A run that overflows fp32 (|x| beyond about 6e18) is summed again in
+/// double, so the FLT_MAX guarantee holds.
 struct RowStatsPartial {
   float max;
   double sum_sq;
 
   __host__ __device__ static RowStatsPartial identity() { return {-INFINITY, 0.0}; }
-  __host__ __device__ void add(float v) {
-    max = fmaxf(max, v);
-    const double d = v;
-    sum_sq = fma(d, d, sum_sq);
+  /// A run: the first `count` of v (a 16-byte vector's elements as float; count <= N). reload(w) fills w with
+  /// the same values from where they are held (registers, shared or global memory): the overflow path reads
+  /// them again rather than keep v alive past the common path (that doubled the megakernel's registers).
+  template <int N, class Reload>
+  __device__ __forceinline__ void add_run(const float (&v)[N], int count, Reload&& reload) {
+    float run_max = -INFINITY, run = 0.0f;
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      if (e < count) {
+        run_max = fmaxf(run_max, v[e]);
+        run = fmaf(v[e], v[e], run);
+      }
+    }
+    max = fmaxf(max, run_max);
+    if (!isinf(run)) {
+      sum_sq += static_cast<double>(run);
+      return;
+    }
+    float w[N];  // finite squares past FLT_MAX, or an infinite x (which stays infinite in double)
+    reload(w);
+    double wide = 0.0;
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+      if (e < count) wide = fma(static_cast<double>(w[e]), static_cast<double>(w[e]), wide);
+    sum_sq += wide;
   }
 };
 
@@ -30,27 +55,43 @@ struct CombineRowStats {
   }
 };
 
-/// Row constants of phases 2 and 3: exp(r (x - m)) is evaluated as exp2(x * c + offset) with
-/// c = r log2(e) and offset = -m c, one fused multiply-add and one exp2 per element.
+/// Row constants of phases 2 and 3: exp(r (x - m)) is evaluated as exp2(((x - m) / 4) (4 c)), c = r log2(e).
+/// The difference is formed first, so that x = m gives exactly 1 and every exponent's error is relative to
+/// itself: the fused form x c - m c had an absolute error of about u |m c| (up to 3e-5 on rows of 131072),
+/// which moved the row's sum while y, normalised by that same sum, stayed right. The factor 4 (exact in
+/// binary) keeps (x - m) / 4 finite for |x| up to FLT_MAX and 4 c a normal float where c alone would be
+/// subnormal. The exponential is the hardware's ex2.approx (the same MUFU.EX2 that exp2f runs, without
+/// exp2f's fix-ups for subnormal results: those flush to 0, a weight of at most 2^-126 against a sum >= 1).
 struct RowScale {
   float max;
   float inv_rms;
-  float exp2_scale;
-  float exp2_offset;
+  float exp2_scale;   // 4 c
+  float exp2_offset;  // -m / 4
 
-  __device__ __forceinline__ float exp_of(float x) const { return exp2f(fmaf(x, exp2_scale, exp2_offset)); }
+  __device__ __forceinline__ float exp_of(float x) const {
+    return fast_exp2(fmaf(x, 0.25f, exp2_offset) * exp2_scale);
+  }
+  __device__ __forceinline__ static float fast_exp2(float t) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
+    return r;
+  }
 };
 
 inline constexpr float rms_epsilon = 1e-5f;
 
+/// The constants of exp_of from a row's maximum and its inverse RMS as stored (fp32): the forward and a
+/// backward that recomputes y from saved statistics derive them the same way, so their exponentials agree
+/// bit for bit.
+__host__ __device__ inline RowScale row_scale_of(float max, float inv_rms) {
+  const double scale4 = static_cast<double>(inv_rms) * (4.0 * 1.4426950408889634);
+  return {max, inv_rms, static_cast<float>(scale4), -0.25f * max};
+}
+
 /// r = 1 / sqrt(mean(x^2) + eps) > 0, so max(r x) = r max(x): the input maximum is subtracted first.
-/// exp2_offset = -m c is formed in double: m c stays finite (|c m| <= log2(e) sqrt(cols)) but c alone
-/// can be close to the fp32 denormal range when |x| approaches FLT_MAX.
 __host__ __device__ inline RowScale make_row_scale(RowStatsPartial row, std::int64_t cols) {
   const double inv_rms = 1.0 / sqrt(row.sum_sq / static_cast<double>(cols) + static_cast<double>(rms_epsilon));
-  const double scale = inv_rms * 1.4426950408889634;
-  return {row.max, static_cast<float>(inv_rms), static_cast<float>(scale),
-          static_cast<float>(-static_cast<double>(row.max) * scale)};
+  return row_scale_of(row.max, static_cast<float>(inv_rms));
 }
 
 /// Block-scope building blocks of phase 1.
@@ -65,14 +106,14 @@ struct BlockRowStats {
   __device__ static RowStatsPartial tile(const T* x, std::int64_t n, TempStorage& storage,
                                          float* retain = nullptr) {
     RowStatsPartial acc = RowStatsPartial::identity();
-    if (retain != nullptr) {
-      detail::tile_for_each<Threads>(x, n, [&](std::int64_t i, float v) {
-        acc.add(v);
-        retain[i] = v;
-      });
-    } else {
-      detail::tile_for_each<Threads>(x, n, [&](std::int64_t, float v) { acc.add(v); });
-    }
+    detail::tile_for_each_run<Threads>(x, n, [&](std::int64_t base, const auto& v, int count, auto&& reload) {
+      acc.add_run(v, count, reload);
+      if (retain != nullptr) {
+#pragma unroll
+        for (int e = 0; e < detail::vector_width<T>; ++e)
+          if (e < count) retain[base + e] = v[e];
+      }
+    });
     return AllReduce::all_reduce(acc, CombineRowStats{}, storage);
   }
 

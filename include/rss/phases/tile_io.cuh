@@ -44,15 +44,32 @@ __device__ __forceinline__ std::int64_t unaligned_head(const T* p, std::int64_t 
   return head < n ? head : n;
 }
 
-/// Calls f(i, value) for every element i in [0, n) of the tile at x, value converted to float.
-/// Each element is visited by exactly one thread of the block.
+/// Calls f(base, values, count, reload) for runs of the tile at x: values[0, count) are the elements base,
+/// base + 1, ... converted to float, a whole 16-byte vector (count = W) over the aligned body and single
+/// elements (count = 1) in the unaligned head and the tail; reload(w) reads the run into w again (for a
+/// rarely taken path that should not keep `values` alive). Each element is in exactly one thread's run.
 template <int Threads, class T, class F>
-__device__ __forceinline__ void tile_for_each(const T* __restrict__ x, std::int64_t n, F&& f) {
+__device__ __forceinline__ void tile_for_each_run(const T* __restrict__ x, std::int64_t n, F&& f) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   const int t = static_cast<int>(threadIdx.x);
+  const auto read = [&](std::int64_t base, int count, float (&v)[W]) {
+#pragma unroll
+    for (int e = 0; e < W; ++e) v[e] = e < count ? Traits::to_float(x[base + e]) : 0.0f;
+  };
+  const auto single = [&](std::int64_t i) {
+    float v[W];
+    read(i, 1, v);
+    f(i, v, 1, [&](float (&w)[W]) { read(i, 1, w); });
+  };
+  const auto whole = [&](std::int64_t base, const Vector<T>& vec) {
+    float v[W];
+#pragma unroll
+    for (int e = 0; e < W; ++e) v[e] = Traits::to_float(vec.v[e]);
+    f(base, v, W, [&](float (&w)[W]) { read(base, W, w); });
+  };
   const std::int64_t head = unaligned_head(x, n);
-  if (t < head) f(t, Traits::to_float(x[t]));
+  if (t < head) single(t);
   const std::int64_t vectors = (n - head) / W;
   const T* body = x + head;
 
@@ -63,19 +80,21 @@ __device__ __forceinline__ void tile_for_each(const T* __restrict__ x, std::int6
 #pragma unroll
     for (int u = 0; u < loads_in_flight; ++u) buf[u] = load_vector(body + (v0 + u * Threads + t) * W);
 #pragma unroll
-    for (int u = 0; u < loads_in_flight; ++u) {
-      const std::int64_t base = head + (v0 + u * Threads + t) * W;
-#pragma unroll
-      for (int e = 0; e < W; ++e) f(base + e, Traits::to_float(buf[u].v[e]));
-    }
+    for (int u = 0; u < loads_in_flight; ++u) whole(head + (v0 + u * Threads + t) * W, buf[u]);
   }
-  for (std::int64_t v = v0 + t; v < vectors; v += Threads) {
-    const Vector<T> vec = load_vector(body + v * W);
-    const std::int64_t base = head + v * W;
+  for (std::int64_t v = v0 + t; v < vectors; v += Threads) whole(head + v * W, load_vector(body + v * W));
+  for (std::int64_t i = head + vectors * W + t; i < n; i += Threads) single(i);
+}
+
+/// Calls f(i, value) for every element i in [0, n) of the tile at x, value converted to float.
+/// Each element is visited by exactly one thread of the block.
+template <int Threads, class T, class F>
+__device__ __forceinline__ void tile_for_each(const T* __restrict__ x, std::int64_t n, F&& f) {
+  tile_for_each_run<Threads>(x, n, [&](std::int64_t base, const float (&v)[vector_width<T>], int count, auto&&) {
 #pragma unroll
-    for (int e = 0; e < W; ++e) f(base + e, Traits::to_float(vec.v[e]));
-  }
-  for (std::int64_t i = head + vectors * W + t; i < n; i += Threads) f(i, Traits::to_float(x[i]));
+    for (int e = 0; e < vector_width<T>; ++e)
+      if (e < count) f(base + e, v[e]);
+  });
 }
 
 /// Writes y[i] = g(i) for every i in [0, n) of the tile at y, converting from float.

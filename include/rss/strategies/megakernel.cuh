@@ -115,9 +115,9 @@ __global__ void __launch_bounds__(threads) kernel(const T* x, T* y, Params p,
       }
     }
     if (!row_in_block) sum = BlockExpSum<threads>::combine(group_sums, bpr, storage.sum);
-    if (p.row_stats != nullptr && k == 0 && threadIdx.x == 0)
-      p.row_stats[row] = RowStatistics{scale.max, scale.inv_rms, static_cast<float>(sum)};
-    const float inv_sum = static_cast<float>(1.0 / sum);
+    const float total = static_cast<float>(sum);
+    if (p.row_stats != nullptr && k == 0 && threadIdx.x == 0) p.row_stats[row] = RowStatistics{scale.max, scale.inv_rms, total};
+    const float inv_sum = 1.0f / total;  // as a backward from these statistics forms it
     for (std::int64_t t = k; t < p.tiles_per_row; t += bpr) {
       const std::int64_t offset = t * p.tile_elems;
       if (Retain && t == k) {
