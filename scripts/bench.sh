@@ -20,8 +20,8 @@ Usage: bash scripts/bench.sh [--quick | --full] [session.py options]
 
 Builds rss_bench and measures it with the project's protocol (docs/protocol.md), then builds the report.
 Needs an NVIDIA GPU: without one it stops with exit code 2 before building anything. It first sources
-scripts/setup.sh benchmark, which as root installs what is missing (Google Benchmark, the Python packages)
-and as another user names it and stops.
+scripts/setup.sh benchmark, which as root installs what is missing (Google Benchmark, the Python packages of
+requirements.txt) and as another user names it and stops.
 
   --quick     (the default) 1 session, 3 rounds x 10 samples, 6 shapes x fp32/bf16, no torch peers: a few
               minutes; records and report in build-bench/quick/ (the committed results are untouched)

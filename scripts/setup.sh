@@ -2,7 +2,7 @@
 # As root it installs what is missing (Debian packages with apt-get, Python packages with pip); as
 # another user it names what to install and stops with exit code 1.
 # Usage: source scripts/setup.sh [catch2] [benchmark]   (the tests need Catch2, the bench Google Benchmark;
-# both need CMake 3.21+, a C++17 compiler, the CUDA toolkit 12.8+, python3 with numpy and matplotlib)
+# both need CMake 3.21+, a C++17 compiler, the CUDA toolkit 12.8+, python3 with the packages of requirements.txt)
 
 rss_fail() {
   echo "scripts/setup.sh: $*" >&2
@@ -32,9 +32,18 @@ for rss_want in "$@"; do
     *) rss_fail "unknown component '$rss_want' (known: catch2 benchmark)" ;;
   esac
 done
-rss_pip=()
-python3 -c 'import numpy' >/dev/null 2>&1 || rss_pip+=(numpy)
-python3 -c 'import matplotlib' >/dev/null 2>&1 || rss_pip+=(matplotlib)
+# The Python packages: requirements.txt (one requirement a line, its name also the module it imports).
+rss_requirements="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/requirements.txt"
+[ -f "$rss_requirements" ] || rss_fail "$rss_requirements not found"
+rss_pip=()    # the missing requirements, as written there (pip installs them)
+rss_names=()  # their names (import check, Debian's python3-NAME)
+while read -r rss_req || [ -n "$rss_req" ]; do  # a last line without a newline too
+  rss_req=${rss_req%%#*}
+  rss_req=${rss_req//[[:space:]]/}
+  [ -n "$rss_req" ] || continue
+  rss_name=${rss_req%%[<>=!~;[]*}
+  python3 -c "import $rss_name" >/dev/null 2>&1 || { rss_pip+=("$rss_req"); rss_names+=("$rss_name"); }
+done < "$rss_requirements"
 
 if [ "${#rss_apt[@]}" -gt 0 ] || [ "${#rss_pip[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
@@ -42,8 +51,8 @@ if [ "${#rss_apt[@]}" -gt 0 ] || [ "${#rss_pip[@]}" -gt 0 ]; then
       echo "scripts/setup.sh: missing, and not root, so not installed here:"
       [ "${#rss_apt[@]}" -eq 0 ] || echo "    Debian packages: ${rss_apt[*]}    ->  sudo apt-get install ${rss_apt[*]}"
       if [ "${#rss_pip[@]}" -gt 0 ]; then
-        echo "    Python packages: ${rss_pip[*]}    ->  python3 -m pip install --user ${rss_pip[*]}"
-        echo "        (or, for Debian's python3: sudo apt-get install ${rss_pip[*]/#/python3-})"
+        echo "    Python packages: ${rss_names[*]}    ->  python3 -m pip install --user -r $rss_requirements"
+        echo "        (or, for Debian's python3: sudo apt-get install ${rss_names[*]/#/python3-})"
       fi
       echo "Install them (or run this as root), then run the command again."
     } >&2
@@ -55,12 +64,12 @@ if [ "${#rss_apt[@]}" -gt 0 ] || [ "${#rss_pip[@]}" -gt 0 ]; then
     apt-get update -qq && apt-get install -y -qq --no-install-recommends "${rss_apt[@]}"
   fi
   if [ "${#rss_pip[@]}" -gt 0 ]; then
-    echo "pip: installing ${rss_pip[*]}"
+    echo "pip: installing ${rss_pip[*]} (from requirements.txt)"
     # A Debian system python refuses pip (PEP 668) or lacks it: fall back to the distribution's packages.
     PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q "${rss_pip[@]}" || {
-      echo "pip failed: installing ${rss_pip[*]/#/python3-} with apt"
-      apt-get update -qq && apt-get install -y -qq --no-install-recommends "${rss_pip[@]/#/python3-}"
+      echo "pip failed: installing ${rss_names[*]/#/python3-} with apt"
+      apt-get update -qq && apt-get install -y -qq --no-install-recommends "${rss_names[@]/#/python3-}"
     }
   fi
 fi
-unset rss_want
+unset rss_want rss_req rss_name
