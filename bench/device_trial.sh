@@ -1,5 +1,19 @@
 #!/usr/bin/env bash
-# One device call's worth of checks, each bounded in time, logs under $OUT (see README "GPU tests").
+# A helper for running a series of checks or measurements on this machine's GPU, each with a time limit and
+# its own log, with a one-line summary each. Source it, then call step once per check:
+#
+#   OUT=/tmp/my-logs source bench/device_trial.sh      # from the repository root; OUT default /tmp/rss-out
+#   step 1800 gpu_tests bash tests/run_gpu_checks.sh build /tmp/rss-gpu-logs
+#   step 600 bench_4096 build-bench/bench/rss_bench --benchmark_filter=4096x4096
+#
+# step LIMIT NAME COMMAND...: runs COMMAND under `timeout LIMIT` (seconds), its output in $OUT/NAME.log, and
+# prints "NAME: exit RC in S s: " and the log's last lines with passed, failed, PASS, FAIL or error (exit 124:
+# the time limit). Shared libraries in ./.device/lib (git ignores it: for libraries the system lacks, e.g. a
+# newer NCCL) come first on LD_LIBRARY_PATH; Python output is unbuffered. Run on its own, it prints this text.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  sed -n '2,/^if /{/^if /d;s/^# \{0,1\}//;p}' "$0"
+  exit 0
+fi
 set -u
 out=${OUT:-/tmp/rss-out}
 mkdir -p "$out"

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# GPU checks in one go (what a device call runs when the build was made elsewhere and ctest's absolute
-# paths do not apply): every GPU test binary ctest labels `gpu`, then compute-sanitizer's memcheck,
-# racecheck, synccheck and initcheck over representative shapes of every strategy and control.
-# Usage: tests/run_gpu_checks.sh BUILD_DIR LOG_DIR [all|tests|sanitizers]  (default all; the two halves can
-# run at once on two GPUs, each with its own CUDA_VISIBLE_DEVICES)
+# Runs the GPU tests and the sanitizers on this machine's GPU, straight from a build folder (scripts/test.sh
+# or cmake with -DRSS_BUILD_TESTS=ON): every GPU test binary that ctest labels `gpu` (the backward's, and the
+# sharded ones where NCCL was found), each with a time limit and its own log, then compute-sanitizer's
+# memcheck, racecheck, synccheck and initcheck (compute-sanitizer from the CUDA toolkit, on PATH) over
+# representative shapes of every strategy and control. It prints one line per check and exits 1 if any
+# failed. It needs only the binaries, not ctest's recorded paths, so a build folder copied from another
+# machine works too.
+# Usage: tests/run_gpu_checks.sh [BUILD_DIR [LOG_DIR [all|tests|sanitizers]]]  (defaults: build, the current
+# folder, all; tests or sanitizers runs one half: with two GPUs run both at once, each with its own
+# CUDA_VISIBLE_DEVICES)
 set -u -o pipefail
 build=${1:-build}
 logs=${2:-.}
