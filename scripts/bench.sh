@@ -15,6 +15,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 usage() {
+  # session.py's own parser, not a copy of it (it imports without numpy); read first, printed last.
+  local passed_on
+  passed_on=$(python3 -c 'import sys; sys.path.insert(0, "bench/tools"); import session; print(session.passed_on_help())' \
+    2>/dev/null) || passed_on="  (python3 bench/tools/session.py --help lists them)"
   cat <<'USAGE'
 Usage: bash scripts/bench.sh [--quick | --full] [session.py options]
 
@@ -34,9 +38,7 @@ Environment: RSS_BUILD_DIR, the CMake build folder (default build-bench).
 
 Every other option goes to bench/tools/session.py and overrides the preset, e.g. --shapes 4096x4096:
 USAGE
-  # session.py's own parser, not a copy of it (it imports without numpy).
-  python3 -c 'import sys; sys.path.insert(0, "bench/tools"); import session; print(session.passed_on_help())' ||
-    echo "  (python3 bench/tools/session.py --help lists them)"
+  printf '%s\n' "$passed_on"
 }
 
 protocol=quick
