@@ -40,6 +40,11 @@ struct ForwardRow {
   using Element = T;
   using Rounds = detail::Rounds<RowStatsPartial, float>;
   using Params = ForwardParams<T>;
+  /// At most 64 registers in registers (2 x 512 or 4 x 256 threads per SM): the row and its exponentials fit
+  /// (32 elements a thread), and without the bound ptxas gave fp32 512 x 32 `exact` 79 once the squares
+  /// stopped going through double: one block per SM, 4096 x 32768 fp32 31% slower (bench/NOTES.md).
+  template <int Threads>
+  static constexpr int min_blocks_per_sm = 2048 / Threads / 2;
 
   __device__ static const T* held_row(const Params& p, std::int64_t row) { return p.x + row * p.ld_x; }
 

@@ -9,7 +9,8 @@
 //     using Element;         the storage type   struct Params;              host-side state of the combine
 //     using Rounds;          values reduced     template <int Threads, class Rounds> class Combine;
 //     struct Params;         pointers, strides        begin_row(), all_reduce<I>(v, op), end_row(), finish()
-//                                               template <int Threads> min_blocks_per_sm;  the register budget
+//     template <int Threads>                   template <int Threads>
+//     min_blocks_per_sm;     register budget    min_blocks_per_sm;          register budget (the larger holds)
 //     held_row(p, row)       the array a tile residence loads (the tile kernel only)
 //     row(p, row, begin, share, combine, leader)
 //
@@ -61,12 +62,15 @@ struct BlockShare {
 };
 
 /// The share in registers: one cluster per row (looping when the grid has fewer clusters than rows).
-/// The register budget a scope asks of its kernels (blocks of Threads that must share an SM).
-template <class Scope, int Threads>
-inline constexpr int min_blocks_per_sm = Scope::template min_blocks_per_sm<Threads>;
+/// The register budget of a register kernel (blocks of Threads that must share an SM): the larger of what
+/// the program and the scope ask.
+template <class Program, class Scope, int Threads>
+inline constexpr int min_blocks_per_sm = Program::template min_blocks_per_sm<Threads> > Scope::template min_blocks_per_sm<Threads>
+                                             ? Program::template min_blocks_per_sm<Threads>
+                                             : Scope::template min_blocks_per_sm<Threads>;
 
 template <class Program, class Scope, int Threads, int Elems, Fit F>
-__global__ void __launch_bounds__(Threads, (min_blocks_per_sm<Scope, Threads>))
+__global__ void __launch_bounds__(Threads, (min_blocks_per_sm<Program, Scope, Threads>))
     register_row_kernel(typename Program::Params p, typename Scope::Params scope, RowSplit s) {
 #if RSS_CLUSTER_DEVICE_CODE  // rss/sync/cluster_reduce.cuh: sm_90 and later
   using Combine = typename Scope::template Combine<Threads, typename Program::Rounds>;

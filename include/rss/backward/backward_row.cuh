@@ -63,6 +63,9 @@ struct BackwardRow {
   using Element = T;
   using Rounds = detail::Rounds<RowSums>;
   using Params = BackwardParams<T>;
+  /// No bound: three arrays a thread (two with saved statistics) take what ptxas gives them (bench/NOTES.md).
+  template <int Threads>
+  static constexpr int min_blocks_per_sm = 0;
 
   template <class Share, class Combine>
   __device__ __forceinline__ static void row(const Params& p, std::int64_t row, std::int64_t begin, const Share& share,
