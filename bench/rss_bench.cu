@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -495,6 +496,18 @@ void print_help() {
   benchmark::PrintDefaultHelp();
 }
 
+/// A bad --benchmark_filter is a flag error before the device check (Google Benchmark would report it only
+/// once benchmarks are registered, after rss_bench has looked for a GPU). Its syntax: an extended regular
+/// expression, negated by a leading '-'.
+void check_filter(const std::string& filter) {
+  const std::string pattern = !filter.empty() && filter[0] == '-' ? filter.substr(1) : filter;
+  try {
+    std::regex(pattern, std::regex::extended);
+  } catch (const std::regex_error& e) {
+    bad_flag("--benchmark_filter '" + filter + "' is not a valid regular expression (" + e.what() + ")");
+  }
+}
+
 /// Removes rss_bench's own flags from argv and checks them, leaving Google Benchmark's (and unknown
 /// ones, which benchmark::ReportUnrecognizedArguments rejects after Google Benchmark has taken its own).
 /// Returns true when help was asked for.
@@ -523,6 +536,7 @@ bool parse_options(int* argc, char** argv) {
       g_options.out = v;
     } else {
       if (bool_flag_set(arg, "--benchmark_list_tests")) g_list_tests = true;
+      if (take_option(arg, "--benchmark_filter", &v)) check_filter(v);
       argv[kept++] = argv[i];
     }
   }

@@ -180,6 +180,62 @@ def test_row_statistics_match_float64(dtype):
             raise AssertionError(f"{name}: {e}") from None
 
 
+def make_spiky(rows, cols, dtype, seed=0):
+    """Rows that a few entries dominate, of six kinds in turn (the C++ tests' family): one spike of 30 in zeros;
+    one of 50 in unit noise; two of 100 in noise of 0.5; noise of 1e-3 around an offset of up to 1e-2 with a
+    spike of 12 times the scale (eps dominates the mean square); noise at a scale from 1e-30 (fp16: 1e-3) to
+    3e38 / 8 (fp16: 6e4 / 8) with a spike of 8 times it; unit noise with one entry of 3e38 / 4 (fp16: 6e4 / 4)."""
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = (1e-3, 6e4) if dtype == torch.float16 else (1e-30, 3e38)
+    x = torch.empty(rows, cols, dtype=torch.float64)
+    for i in range(rows):
+        u = torch.rand(cols, generator=g, dtype=torch.float64) * 2 - 1
+        at = torch.randint(cols, (2,), generator=g)
+        kind = i % 6
+        if kind == 0:
+            x[i] = 0.0
+            x[i, at[0]] = 30.0
+        elif kind == 1:
+            x[i] = u
+            x[i, at[0]] = 50.0
+        elif kind == 2:
+            x[i] = 0.5 * u
+            x[i, at] = 100.0
+        elif kind == 3:
+            offset = 1e-2 * (torch.rand(1, generator=g, dtype=torch.float64).item() * 2 - 1)
+            x[i] = offset + 1e-3 * u
+            x[i, at[0]] = offset + 12e-3
+        elif kind == 4:
+            low, high = torch.tensor([lo, hi / 8], dtype=torch.float64).log()
+            scale = torch.exp(low + (high - low) * torch.rand(1, generator=g, dtype=torch.float64)).item()
+            x[i] = scale * u
+            x[i, at[0]] = 8 * scale
+        else:
+            x[i] = u
+            x[i, at[0]] = hi / 4
+    return x.to(dtype).cuda()
+
+
+@pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
+@pytest.mark.parametrize("shape", [(12, 1000), (6, 4096), (12, 32768), (6, 131072)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_rows_that_a_few_entries_dominate(shape, dtype):
+    """The statistics are the numbers the forward normalised with (their sum within fp32's 2e-6 of the exact sum
+    and of the sum the saved max and r give), and the backward from them meets its bound on such rows."""
+    x = make_spiky(*shape, dtype).requires_grad_(True)
+    y, stats = torch.ops.rss.rms_scaled_softmax(x.detach())
+    check_forward(y, x.detach())
+    check_statistics(stats, x.detach())
+    m, r, s = reference_statistics(x)
+    own = torch.exp(stats[:, 1:2].double() * (x.detach().double() - stats[:, 0:1].double())).sum(-1)
+    for name, want in (("exact sum", s), ("sum from the saved max and r", own)):
+        rel = ((stats[:, 2].double() - want).abs() / want).max().item()
+        assert rel <= 2e-6, f"saved sum: relative error {rel:.3e} against the {name}"
+    dy = make_grad(shape, dtype)
+    y = rss_torch.rms_scaled_softmax(x)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    check_backward(dx, x, dy, stats)
+
+
 def test_autograd_saves_x_and_the_statistics_not_y():
     x = make_input((3, 2, 500), torch.bfloat16).requires_grad_(True)
     saved = []
