@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Before/after on one GPU: two builds of the benches (an earlier tree's and this one's) measured alternately
 # in one run, so that a refactoring or a kernel change is judged against the same GPU, clocks and inputs.
-# Each round runs the forward suite (rss_bench) and the backward suite (rss_backward_bench) of both trees,
-# in the order A B in odd rounds and B A in even ones; every run writes Google Benchmark's JSON.
+# Each round runs the forward suite (rss_bench), the backward suite (rss_backward_bench) and, when asked, the
+# forward with row statistics (rss_forward_statistics_bench) of both trees, in the order A B in odd rounds and
+# B A in even ones; every run writes Google Benchmark's JSON.
 #
-# Usage: bench/ab/run.sh OLD_DIR NEW_DIR OUT_DIR [ROUNDS] [FORWARD_FILTER] [BACKWARD_FILTER]
-#   OLD_DIR, NEW_DIR  folders holding rss_bench and rss_backward_bench of the two trees
+# Usage: bench/ab/run.sh OLD_DIR NEW_DIR OUT_DIR [ROUNDS] [FORWARD_FILTER] [BACKWARD_FILTER] [STATISTICS_FILTER]
+#   OLD_DIR, NEW_DIR  folders holding rss_bench, rss_backward_bench (and rss_forward_statistics_bench) of the two
+#                     trees; bench/ab/forward_statistics_bench.cu says how to build the last for an older tree
 #   ROUNDS            rounds (default 3)
 #   FORWARD_FILTER    --benchmark_filter of the forward suite (default: cluster_row and automatic; - skips it)
 #   BACKWARD_FILTER   --benchmark_filter of the backward suite (default: cluster_row, both saved states; - skips it)
+#   STATISTICS_FILTER --benchmark_filter of the forward with statistics (default: - , skipped; . runs all of it)
 # Environment: AB_ARGS, more flags for both suites (e.g. --benchmark_repetitions=3: every repetition is a
 # sample); AB_FIRST_ROUND, the number of the first round (default 1; an even one starts with the new tree), so
 # that a later call adds rounds to an earlier one's folder.
@@ -20,6 +23,7 @@ out=${3:?OUT_DIR}
 rounds=${4:-3}
 forward_filter=${5:-'/(cluster_row|automatic)/'}
 backward_filter=${6:-'/cluster_row(_saved)?/'}
+statistics_filter=${7:--}
 first=${AB_FIRST_ROUND:-1}
 read -r -a extra <<< "${AB_ARGS:-}"
 mkdir -p "$out"
@@ -31,6 +35,8 @@ one() {  # TREE NAME ROUND: both suites of one tree
     --benchmark_out="$out/forward_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/forward_${tree}_${round}.log" || status=1
   [ "$backward_filter" = - ] || "$dir/rss_backward_bench" --benchmark_filter="$backward_filter" --benchmark_format=json "${extra[@]}" \
     --benchmark_out="$out/backward_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/backward_${tree}_${round}.log" || status=1
+  [ "$statistics_filter" = - ] || "$dir/rss_forward_statistics_bench" --benchmark_filter="$statistics_filter" --benchmark_format=json "${extra[@]}" \
+    --benchmark_out="$out/statistics_${tree}_${round}.json" --benchmark_out_format=json > /dev/null 2> "$out/statistics_${tree}_${round}.log" || status=1
   echo "round $round $tree: done at $SECONDS s"
 }
 for round in $(seq "$first" $((first + rounds - 1))); do

@@ -41,7 +41,7 @@ def main():
     slower = 0
     compared = 0
     ratios = []
-    for suite in ("forward", "backward"):
+    for suite in ("forward", "backward", "statistics"):
         old, new = times(args.out_dir, suite, "old"), times(args.out_dir, suite, "new")
         for name in sorted(set(old) & set(new)):
             o, n = statistics.median(old[name]), statistics.median(new[name])
