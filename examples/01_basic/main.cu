@@ -3,8 +3,8 @@
 //   rss_example_basic            prints one line per strategy; exit 0 when all pass,
 //                                1 when any fails, 2 when there is no CUDA device.
 //
-// The pattern for one call: ask for the workspace size, allocate it, zero it once (the megakernel
-// strategies keep reusable barrier counters there), call, synchronise, check.
+// The pattern for one call: ask for the workspace size, allocate it (its contents need not be zeroed:
+// rss initialises what it keeps there), call, synchronise, check.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -75,7 +75,6 @@ bool run_one(rss::Strategy strategy, const float* x, const std::vector<double>& 
     return false;
   }
   DeviceBuffer workspace(bytes);
-  if (bytes > 0) check_cuda(cudaMemset(workspace.ptr, 0, bytes), "cudaMemset(workspace)");
 
   DeviceBuffer y(static_cast<std::size_t>(rows * cols) * sizeof(float));
   // 0xFF bytes are NaN: an element the strategy fails to write shows up as an error.
