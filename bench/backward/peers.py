@@ -7,7 +7,7 @@
 Backward only (dx from x, y and dy; the forward ran before timing, its graph retained):
   torch_eager_bwd, torch_eager_bwd_graph      autograd backward of the composed torch expression, eager
   torch_compile_bwd, torch_compile_bwd_graph  the same through torch.compile (AOTAutograd's compiled backward)
-  rss_op_bwd, rss_op_bwd_graph                torch.ops.rss.rms_scaled_softmax_backward (examples/03_pytorch) on x,
+  rss_op_bwd, rss_op_bwd_graph                torch.ops.rss.rms_scaled_softmax_backward (the rss_torch package, python/) on x,
                                               dy and the row statistics its forward op returned for x (y not read)
 Forward + backward (a training step's share of the operator: y = f(x), then dx from dy):
   torch_eager_fwdbwd, torch_compile_fwdbwd(_graph), rss_op_fwdbwd(_graph)
@@ -30,8 +30,6 @@ import time
 EXIT_NO_TORCH = 3
 EPS = 1e-5
 WARM_CALLS = 3
-HERE = os.path.dirname(os.path.abspath(__file__))
-TREE = os.path.dirname(os.path.dirname(HERE))
 VARIANTS = ("torch_eager_bwd", "torch_eager_bwd_graph", "torch_compile_bwd", "torch_compile_bwd_graph", "rss_op_bwd",
             "rss_op_bwd_graph", "torch_eager_fwdbwd", "torch_compile_fwdbwd", "torch_compile_fwdbwd_graph",
             "rss_op_fwdbwd", "rss_op_fwdbwd_graph")
@@ -130,12 +128,9 @@ def main(argv=None):
         return EXIT_NO_TORCH
     import torch._dynamo
     import torch._functorch.config
-    sys.path.insert(0, os.path.join(TREE, "examples", "03_pytorch"))
     rss_torch = None
     if any(v.startswith("rss_op") for v in variants):
-        t0 = time.time()
-        import rss_torch  # builds the extension (JIT) on first import
-        print(f"peers.py: rss_torch ready in {time.time() - t0:.0f} s", file=sys.stderr)
+        import rss_torch  # the installed package: pip install --no-build-isolation ./python
     work = [(r, c, d) for r, c in parse_shapes(args.shapes) for d in args.dtypes.split(",")]
     for name in ("cache_size_limit", "recompile_limit"):
         if hasattr(torch._dynamo.config, name):

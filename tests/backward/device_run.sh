@@ -28,7 +28,7 @@ step() {
 for s in "${steps[@]}"; do
   case $s in
     tests) step 270 backward_gpu_tests "$build/tests/backward/rss_backward_gpu_tests" ;;
-    pytest) step 300 backward_pytest python3 -m pytest -v -rs examples/03_pytorch/test_rss_torch.py ;;
+    pytest) step 300 backward_pytest python3 -m pytest -v -rs python/tests ;;
     bench)
       export BUILD_DIR=$build
       step 570 backward_bench bash bench/backward/run.sh "$out/bench"

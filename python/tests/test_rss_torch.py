@@ -3,11 +3,9 @@
 torch.compile(fullgraph=True), CUDA Graph capture and replay, and the errors wrong inputs give. Without torch or
 without a CUDA device every test is skipped and says why.
 
-    python3 -m pytest -v examples/03_pytorch/test_rss_torch.py
+    pip install --no-build-isolation "./python[test]"      # once: builds the extension
+    python3 -m pytest -v python/tests
 """
-import os
-import sys
-
 import pytest
 
 try:
@@ -18,8 +16,7 @@ except ImportError as e:  # CI has no torch
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device: the PyTorch operator's tests need one", allow_module_level=True)
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import rss_torch  # noqa: E402  (builds the extension on first import)
+import rss_torch  # noqa: E402  (the installed package: pip install --no-build-isolation ./python)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # Per-row relative error against float64, on top of the error the storage type makes rounding the exact answer.

@@ -4,9 +4,9 @@
     y = rss_torch.rms_scaled_softmax(x)          # x: CUDA, float32/bfloat16/float16, at least 2-D
     y.backward(dy)                               # calls rss's backward pass
 
-Importing builds the C++/CUDA extension from rss's headers with torch.utils.cpp_extension.load (JIT, cached
-under TORCH_EXTENSIONS_DIR; RSS_TORCH_VERBOSE=1 shows the build, RSS_TORCH_ARCH overrides the target, default
-sm_90), whose CUDA kernels are torch.ops.rss_cuda.forward_into/backward_into, and registers two custom
+The C++/CUDA extension is built ahead of time (`pip install --no-build-isolation ./python`, setup.py), for the
+architectures of TORCH_CUDA_ARCH_LIST (default 8.0, 9.0, 10.0 and PTX). Its CUDA kernels are
+torch.ops.rss_cuda.forward_into/backward_into; this module registers two custom
 operators over them (their kernels check the inputs, then call the CUDA ones):
 
     torch.ops.rss.rms_scaled_softmax(Tensor x) -> (Tensor, Tensor)                          (y, stats)
@@ -18,32 +18,29 @@ the sum of exp(r (x - max))): float32, contiguous, of shape x.shape[:-1] + (3,),
 kept), the backward reads x, stats and dy and recomputes y (rows = all but the last dimension; strided rows
 are read in place, other layouts copied). rms_scaled_softmax(x) returns y only.
 """
+import glob
+import importlib.metadata
 import os
 
 import torch
-from torch.utils.cpp_extension import load
 
 __all__ = ["rms_scaled_softmax", "RmsScaledSoftmax", "composed", "DTYPES"]
+__version__ = importlib.metadata.version("rss-torch")
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_INCLUDE = os.path.abspath(os.path.join(_HERE, "..", "..", "..", "include"))
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 EPS = 1e-5
 
 
-def _build():
-    arch = os.environ.get("RSS_TORCH_ARCH", "90")
-    csrc = os.path.join(_HERE, "csrc")
-    load(name="rss_torch_ops",
-         sources=[os.path.join(csrc, f) for f in ("ops.cpp", "fp32.cu", "bf16.cu", "fp16.cu")],
-         extra_include_paths=[_INCLUDE, csrc],
-         extra_cflags=["-O3"],  # the C++ standard is the one torch asks for
-         extra_cuda_cflags=["-O3", "-std=c++17", f"-gencode=arch=compute_{arch},code=sm_{arch}"],
-         is_python_module=False,
-         verbose=os.environ.get("RSS_TORCH_VERBOSE") == "1")
+def _load_extension():
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = sorted(glob.glob(os.path.join(here, "_C*.so")))
+    if not built:
+        raise ImportError("rss_torch: its C++/CUDA extension is not built: install the package with "
+                          "`pip install --no-build-isolation ./python` (or -e for development) from an rss checkout")
+    torch.ops.load_library(built[0])
 
 
-_build()
+_load_extension()
 
 
 def _check(x, name="x", op="rss.rms_scaled_softmax"):
