@@ -7,7 +7,7 @@
 #
 # Usage: bench/ab/run.sh OLD_DIR NEW_DIR OUT_DIR [ROUNDS] [FORWARD_FILTER] [BACKWARD_FILTER] [STATISTICS_FILTER]
 #   OLD_DIR, NEW_DIR  folders holding rss_bench, rss_backward_bench (and rss_forward_statistics_bench) of the two
-#                     trees; bench/ab/forward_statistics_bench.cu says how to build the last for an older tree
+#                     trees; bench/ab/prepare.sh OLD_COMMIT DIR builds all three of both into DIR/old and DIR/new
 #   ROUNDS            rounds (default 3)
 #   FORWARD_FILTER    --benchmark_filter of the forward suite (default: cluster_row and automatic; - skips it)
 #   BACKWARD_FILTER   --benchmark_filter of the backward suite (default: cluster_row, both saved states; - skips it)
