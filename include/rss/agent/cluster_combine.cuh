@@ -98,8 +98,7 @@ class ClusterCombine {
 };
 
 /// The combine of rows that live on one GPU: nothing from the host but the cluster size. No register budget
-/// beyond the block's own (0: __launch_bounds__ without a minimum; the forward's and backward's
-/// configurations were measured so, and a minimum of 1 already moves ptxas's register choices).
+/// of its own (0): the row program's holds (the forward's from its share, the backward's none).
 struct WithinCluster {
   struct Params {};
   template <int Threads>

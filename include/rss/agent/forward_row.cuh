@@ -8,6 +8,7 @@
 #include "rss/agent/cluster_combine.cuh"
 #include "rss/phases/exp_sum.cuh"
 #include "rss/phases/row_stats.cuh"
+#include "rss/planner/row_split.hpp"
 #include "rss/types.hpp"
 
 namespace rss::detail {
@@ -40,11 +41,13 @@ struct ForwardRow {
   using Element = T;
   using Rounds = detail::Rounds<RowStatsPartial, float>;
   using Params = ForwardParams<T>;
-  /// At most 64 registers in registers (2 x 512 or 4 x 256 threads per SM): the row and its exponentials fit
-  /// (32 elements a thread), and without the bound ptxas gave fp32 512 x 32 `exact` 79 once the squares
-  /// stopped going through double: one block per SM, 4096 x 32768 fp32 31% slower (bench/NOTES.md).
-  template <int Threads>
-  static constexpr int min_blocks_per_sm = 2048 / Threads / 2;
+  /// The register budget: Elems + 32 registers a thread (at least 40), so the row, its exponentials and the
+  /// statistics' run sums fit without spills, and as many blocks share an SM as that budget allows (at most
+  /// 2048 threads). Unbounded, ptxas gave fp32 512 x 32 `exact` 79 registers (one block per SM: 4096 x 32768
+  /// fp32 31% slower); a flat 64 cost the short rows their occupancy (bf16 256 x 16 `exact` 56 registers,
+  /// 4 blocks per SM instead of 5: 4096 x 4096 bf16 10% slower). Both in bench/NOTES.md.
+  template <int Threads, int Elems>
+  static constexpr int min_blocks_per_sm = register_budget_blocks(Threads, Elems + 32 > 40 ? Elems + 32 : 40);
 
   __device__ static const T* held_row(const Params& p, std::int64_t row) { return p.x + row * p.ld_x; }
 

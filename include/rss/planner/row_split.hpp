@@ -106,6 +106,15 @@ constexpr R visit_config(int threads, int elems, R none, F&& f) {
   });
 }
 
+/// The blocks of `threads` that must share an SM for each thread to get at most `registers` registers (an
+/// SM's 65536, at most 2048 threads): what a kernel's __launch_bounds__ asks of ptxas for that budget.
+constexpr int register_budget_blocks(int threads, int registers) noexcept {
+  const int by_registers = 65536 / (threads * registers);
+  const int by_threads = 2048 / threads;
+  const int blocks = by_registers < by_threads ? by_registers : by_threads;
+  return blocks > 1 ? blocks : 1;
+}
+
 /// How much of a row's bounds and alignment a kernel instantiation tests. The host picks the cheapest one a
 /// call allows (row_fit): every test costs registers, and registers decide how many blocks share an SM.
 enum class Fit : int {

@@ -212,7 +212,8 @@ class RankCombine {
 
 /// The combine of rows sharded over ranks (rss/agent/row_agent.cuh's Scope). Its grid is only the clusters
 /// that stay resident, each looping over rows, so it keeps two blocks of 512 threads per SM (at most 64
-/// registers): ptxas otherwise gives the widest configurations 128 and halves the blocks in flight.
+/// registers): ptxas otherwise gives the widest configurations 128 and halves the blocks in flight. This
+/// budget replaces the forward program's, whose tighter one for short shares leaves the flags no room.
 struct AcrossRanks {
   using Params = RankParams;
   template <int Threads>
