@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "check.hpp"
 #include "fixture.hpp"
 #include "rss/rss.cuh"
 #include "shapes.hpp"
@@ -39,16 +40,6 @@
 namespace {
 
 using namespace rss_bench;
-
-void die(const char* what, cudaError_t err) {
-  std::fprintf(stderr, "rss_bench: %s: %s\n", what, cudaGetErrorString(err));
-  std::exit(1);
-}
-#define BENCH_CUDA(call)                          \
-  do {                                            \
-    const cudaError_t e_ = (call);                \
-    if (e_ != cudaSuccess) die(#call, e_);        \
-  } while (0)
 
 /// A flag error: says what is wrong and exits with code 2 (before any device work).
 [[noreturn]] void bad_flag(const std::string& message) {
@@ -64,42 +55,37 @@ struct Options {
   std::string shape_order = "forward", out = "records.json", shapes;
 };
 
-/// x as stored in `dtype`, converted back to float (what the kernels and the reference see).
-std::vector<float> stored_values(const std::vector<float>& x, rss::DType dtype, std::vector<unsigned char>* raw) {
+/// x as stored in T (raw bytes), read back as float: rss's own storage conversions (rss::StorageTraits).
+template <class T>
+std::vector<float> store_as(const std::vector<float>& x, std::vector<unsigned char>* raw) {
   std::vector<float> seen(x.size());
-  const std::size_t eb = static_cast<std::size_t>(rss::dtype_bytes(dtype));
-  raw->resize(x.size() * eb);
+  raw->resize(x.size() * sizeof(T));
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (dtype == rss::DType::fp32) {
-      std::memcpy(raw->data() + i * 4, &x[i], 4);
-      seen[i] = x[i];
-    } else if (dtype == rss::DType::bf16) {
-      const __nv_bfloat16 h = __float2bfloat16_rn(x[i]);
-      std::memcpy(raw->data() + i * 2, &h, 2);
-      seen[i] = __bfloat162float(h);
-    } else {
-      const __half h = __float2half_rn(x[i]);
-      std::memcpy(raw->data() + i * 2, &h, 2);
-      seen[i] = __half2float(h);
-    }
+    const T v = rss::StorageTraits<T>::from_float(x[i]);
+    std::memcpy(raw->data() + i * sizeof(T), &v, sizeof(T));
+    seen[i] = rss::StorageTraits<T>::to_float(v);
   }
   return seen;
 }
 
+/// x as stored in `dtype`, converted back to float (what the kernels and the reference see).
+std::vector<float> stored_values(const std::vector<float>& x, rss::DType dtype, std::vector<unsigned char>* raw) {
+  if (dtype == rss::DType::bf16) return store_as<__nv_bfloat16>(x, raw);
+  if (dtype == rss::DType::fp16) return store_as<__half>(x, raw);
+  return store_as<float>(x, raw);
+}
+
+template <class T>
+float load_as(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return rss::StorageTraits<T>::to_float(v);
+}
+
 float stored_to_float(const unsigned char* p, rss::DType dtype) {
-  if (dtype == rss::DType::fp32) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  if (dtype == rss::DType::bf16) {
-    __nv_bfloat16 h;
-    std::memcpy(&h, p, 2);
-    return __bfloat162float(h);
-  }
-  __half h;
-  std::memcpy(&h, p, 2);
-  return __half2float(h);
+  if (dtype == rss::DType::bf16) return load_as<__nv_bfloat16>(p);
+  if (dtype == rss::DType::fp16) return load_as<__half>(p);
+  return load_as<float>(p);
 }
 
 /// The current shape's device buffers, host input, reference and prepared variants. Only one shape
