@@ -1,5 +1,5 @@
 #pragma once
-// The benchmark input fixture, bit for bit the generator of bench/tools/fixture.py (read there
+// The benchmark input fixture, bit for bit the generator of bench/rssbench/fixture.py (read there
 // for why it is exact): element k = float32(8 u - 4), u = (splitmix64(seed + k) >> 40) / 2^24.
 #include <cstdint>
 #include <vector>

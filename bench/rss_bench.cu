@@ -31,25 +31,15 @@
 #include <string>
 #include <vector>
 
+#include "check.hpp"
 #include "fixture.hpp"
 #include "rss/rss.cuh"
-#include "session.hpp"
 #include "shapes.hpp"
 #include "variants.cuh"
 
 namespace {
 
 using namespace rss_bench;
-
-void die(const char* what, cudaError_t err) {
-  std::fprintf(stderr, "rss_bench: %s: %s\n", what, cudaGetErrorString(err));
-  std::exit(1);
-}
-#define BENCH_CUDA(call)                          \
-  do {                                            \
-    const cudaError_t e_ = (call);                \
-    if (e_ != cudaSuccess) die(#call, e_);        \
-  } while (0)
 
 /// A flag error: says what is wrong and exits with code 2 (before any device work).
 [[noreturn]] void bad_flag(const std::string& message) {
@@ -65,42 +55,37 @@ struct Options {
   std::string shape_order = "forward", out = "records.json", shapes;
 };
 
-/// x as stored in `dtype`, converted back to float (what the kernels and the reference see).
-std::vector<float> stored_values(const std::vector<float>& x, rss::DType dtype, std::vector<unsigned char>* raw) {
+/// x as stored in T (raw bytes), read back as float: rss's own storage conversions (rss::StorageTraits).
+template <class T>
+std::vector<float> store_as(const std::vector<float>& x, std::vector<unsigned char>* raw) {
   std::vector<float> seen(x.size());
-  const std::size_t eb = static_cast<std::size_t>(rss::dtype_bytes(dtype));
-  raw->resize(x.size() * eb);
+  raw->resize(x.size() * sizeof(T));
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (dtype == rss::DType::fp32) {
-      std::memcpy(raw->data() + i * 4, &x[i], 4);
-      seen[i] = x[i];
-    } else if (dtype == rss::DType::bf16) {
-      const __nv_bfloat16 h = __float2bfloat16_rn(x[i]);
-      std::memcpy(raw->data() + i * 2, &h, 2);
-      seen[i] = __bfloat162float(h);
-    } else {
-      const __half h = __float2half_rn(x[i]);
-      std::memcpy(raw->data() + i * 2, &h, 2);
-      seen[i] = __half2float(h);
-    }
+    const T v = rss::StorageTraits<T>::from_float(x[i]);
+    std::memcpy(raw->data() + i * sizeof(T), &v, sizeof(T));
+    seen[i] = rss::StorageTraits<T>::to_float(v);
   }
   return seen;
 }
 
+/// x as stored in `dtype`, converted back to float (what the kernels and the reference see).
+std::vector<float> stored_values(const std::vector<float>& x, rss::DType dtype, std::vector<unsigned char>* raw) {
+  if (dtype == rss::DType::bf16) return store_as<__nv_bfloat16>(x, raw);
+  if (dtype == rss::DType::fp16) return store_as<__half>(x, raw);
+  return store_as<float>(x, raw);
+}
+
+template <class T>
+float load_as(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return rss::StorageTraits<T>::to_float(v);
+}
+
 float stored_to_float(const unsigned char* p, rss::DType dtype) {
-  if (dtype == rss::DType::fp32) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  if (dtype == rss::DType::bf16) {
-    __nv_bfloat16 h;
-    std::memcpy(&h, p, 2);
-    return __bfloat162float(h);
-  }
-  __half h;
-  std::memcpy(&h, p, 2);
-  return __half2float(h);
+  if (dtype == rss::DType::bf16) return load_as<__nv_bfloat16>(p);
+  if (dtype == rss::DType::fp16) return load_as<__half>(p);
+  return load_as<float>(p);
 }
 
 /// The current shape's device buffers, host input, reference and prepared variants. Only one shape
@@ -172,7 +157,6 @@ Options g_options;
 cudaStream_t g_stream = nullptr;
 int g_sm_count = 0;
 std::unique_ptr<ShapeState> g_shape;
-std::vector<Record> g_records;
 
 /// The variants measured on a shape: every strategy and the floor, or the pilot's candidates.
 std::vector<Variant> variants_for(const Shape& s) {
@@ -284,23 +268,14 @@ void run_variant(benchmark::State& st, Shape shape, std::size_t variant, int rou
   const Measurement m = measure(st, *p, g_options.iterations);
   set_counters(st, *p, 2 * static_cast<std::int64_t>(state.bytes()));
   if (g_options.session == 0) return;
-  Record r;
-  r.rows = shape.rows;
-  r.cols = shape.cols;
-  r.dtype = rss::dtype_name(shape.dtype);
-  r.variant = state.variants[variant].name;
-  r.round = round;
-  r.position = position;
-  r.host_us = m.host_us;
-  r.device_us = {m.device_us};
-  r.kernels = p->launches.kernels;
-  r.launches = p->launches.host_launches;
-  r.cooperative = p->launches.any_cooperative();
-  r.active_blocks_per_sm = p->launches.size > 0 ? p->launches.items[0].blocks_per_sm : 0;
-  r.logical_bytes = p->logical_bytes;
-  r.evicted_tiles = p->launches.evicted_tiles;
-  r.max_rel_err = state.error[r.variant];
-  g_records.push_back(std::move(r));
+  // A session's record (schema rss-records/2, bench/rssbench/records.py): every sample and the run's facts.
+  st.counters["rows"] = static_cast<double>(shape.rows);
+  st.counters["cols"] = static_cast<double>(shape.cols);
+  st.counters["round"] = round;
+  st.counters["position"] = position;
+  st.counters["device_us"] = m.device_us;
+  st.counters["max_rel_err"] = state.error[state.variants[variant].name];
+  for (std::size_t i = 0; i < m.host_us.size(); ++i) st.counters["host_us/" + std::to_string(i)] = m.host_us[i];
 }
 
 /// A run's error message, or "" when it succeeded. Google Benchmark 1.7 reports errors as error_occurred /
@@ -466,14 +441,14 @@ void print_help() {
       "Without --session: suite mode, every shape x variant in Google Benchmark's own loop (its flags apply:\n"
       "--benchmark_filter, --benchmark_format, ...). With --session=N: one session of the project's measurement\n"
       "protocol (docs/protocol.md): per shape, rounds; per round every variant once, in an order shuffled from\n"
-      "the recorded seed; every sample written to --out. Sessions are normally run by bench/tools/session.py\n"
+      "the recorded seed; every sample written to --out. Sessions are normally run by bench/rssbench session\n"
       "(or scripts/bench.sh), which completes the records and builds the report.\n"
       "\n"
       "rss_bench flags (each valued flag as --flag=value):\n"
       "  --session=N            session number, N >= 1 (default: none, suite mode)\n"
       "  --pilot                measure the tuning candidates (every cluster_row configuration that fits, the\n"
       "                         megakernels, block_row, local_fusion, `heuristic`) instead of the strategies;\n"
-      "                         with --session, records for bench/tools/tune.py\n"
+      "                         with --session, records for bench/rssbench tune\n"
       "  --rounds=N             rounds per shape, N >= 1 (default 10; sessions)\n"
       "  --iterations=N         host samples per variant and round, N >= 1 (default 30; sessions)\n"
       "  --warmup=N             unrecorded warm calls before each measurement, N >= 0 (default 5)\n"
@@ -482,7 +457,8 @@ void print_help() {
       "  --shape-order=ORDER    forward or reverse (default forward; session 2 uses reverse)\n"
       "  --shapes=LIST          comma list of ROWSxCOLS[:fp32|bf16|fp16] (default: the ten project shapes\n"
       "                         in fp32, bf16 and fp16), e.g. --shapes=4096x4096,1x131072:bf16\n"
-      "  --out=FILE             raw records of a session (default records.json)\n"
+      "  --out=FILE             a session's records: Google Benchmark's JSON with every sample as counters\n"
+      "                         host_us/0.. and the session's context (schema rss-records/2; default records.json)\n"
       "  --help, -h             this help (needs no GPU)\n"
       "\n"
       "Main metric: host completion time of a warm call (launch to completion seen on the host); also one\n"
@@ -544,44 +520,42 @@ bool parse_options(int* argc, char** argv) {
   return help;
 }
 
-SessionContext session_context() {
-  SessionContext c;
+/// The session's context (schema rss-records/2): Google Benchmark writes it into the records' "context";
+/// the session runner adds the source hash, the clocks and the fixture hash.
+void add_session_context() {
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
-  c.session = g_options.session;
-  c.gpu = prop.name;
   char uuid[64];
   const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
   std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
                 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-  c.uuid = uuid;
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
-  c.driver = "cuda " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
-  c.toolkit = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
-  c.sm_count = prop.multiProcessorCount;
-  c.rounds = g_options.rounds;
-  c.iterations = g_options.iterations;
-  c.warmup = g_options.warmup;
-  c.seed = g_options.seed;
-  c.fixture_seed = g_options.fixture_seed;
-  c.shape_order = g_options.shape_order;
-  c.dtypes.clear();
+  std::string dtypes, first;
   for (const Shape& s : selected_shapes()) {
     const std::string d = rss::dtype_name(s.dtype);
-    if (c.dtypes.find(d) == std::string::npos) c.dtypes += (c.dtypes.empty() ? "" : ",") + d;
+    if (dtypes.find(d) == std::string::npos) dtypes += (dtypes.empty() ? "" : ",") + d;
   }
-  c.fixture_generator = fixture_generator;
   for (int k = 0; k < 8; ++k) {
     const float v = fixture_element(g_options.fixture_seed, static_cast<std::uint64_t>(k));
     std::uint32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
     char hex[16];
     std::snprintf(hex, sizeof hex, "%s0x%08x", k ? " " : "", bits);
-    c.first_elements += hex;
+    first += hex;
   }
-  return c;
+  const std::pair<const char*, std::string> context[] = {
+      {"schema", "rss-records/2"}, {"producer", "rss_bench"}, {"suite", "forward"},
+      {"session", std::to_string(g_options.session)}, {"gpu", prop.name}, {"uuid", uuid},
+      {"driver", "cuda " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10)},
+      {"toolkit", std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10)},
+      {"sm_count", std::to_string(prop.multiProcessorCount)}, {"rounds", std::to_string(g_options.rounds)},
+      {"iterations", std::to_string(g_options.iterations)}, {"warmup", std::to_string(g_options.warmup)},
+      {"seed", std::to_string(g_options.seed)}, {"shape_order", g_options.shape_order}, {"dtype", dtypes},
+      {"fixture_seed", std::to_string(g_options.fixture_seed)}, {"fixture_generator", fixture_generator},
+      {"fixture_first_elements", first}};
+  for (const auto& [key, value] : context) benchmark::AddCustomContext(key, value);
 }
 
 /// Why there is no usable device, in words a user can act on (a missing driver reads as
@@ -603,6 +577,16 @@ std::string no_device_reason(cudaError_t err) {
 int main(int argc, char** argv) {
   // Flags first: help, listing and flag errors need no GPU.
   const bool help = parse_options(&argc, argv);
+  // A session's records are Google Benchmark's JSON reporter's output, written to --out.
+  std::vector<char*> args(argv, argv + argc);
+  std::string out_flag = "--benchmark_out=" + g_options.out, format_flag = "--benchmark_out_format=json";
+  if (g_options.session != 0 && !g_list_tests) {
+    args.push_back(out_flag.data());
+    args.push_back(format_flag.data());
+  }
+  argc = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  argv = args.data();
   benchmark::Initialize(&argc, argv, print_help);  // takes Google Benchmark's flags; --help would exit here
   if (help) {
     print_help();
@@ -641,13 +625,11 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks();  // a listing writes no records
   } else {
     const std::size_t total = register_session(shapes);
+    add_session_context();
     ProgressReporter progress(total);
-    benchmark::RunSpecifiedBenchmarks(&progress);
-    if (!write_records(g_options.out, session_context(), g_records)) {
-      std::fprintf(stderr, "rss_bench: cannot write %s\n", g_options.out.c_str());
-      return 1;
-    }
-    std::fprintf(stderr, "rss_bench: %zu records written to %s\n", g_records.size(), g_options.out.c_str());
+    benchmark::JSONReporter records;  // Google Benchmark's own JSON, into --out (--benchmark_out, set above)
+    benchmark::RunSpecifiedBenchmarks(&progress, &records);
+    std::fprintf(stderr, "rss_bench: %zu runs written to %s\n", total, g_options.out.c_str());
   }
   g_shape.reset();
   benchmark::Shutdown();

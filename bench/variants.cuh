@@ -188,7 +188,7 @@ inline std::vector<Variant> all_variants() {
 /// shape (named cluster_row:THREADSxELEMSxCLUSTER, with a trailing s when the row stays in shared memory,
 /// p when it does so pipelined, on many-row shapes only), the megakernels, block_row and local_fusion, the
 /// floors; and `heuristic`, automatic's choice without a tuning table, which the candidates must beat
-/// to become table entries (bench/tools/tune.py).
+/// to become table entries (bench/rssbench/tune.py).
 inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
   std::vector<Variant> v;
   for (rss::Strategy s : {rss::Strategy::megakernel_grid, rss::Strategy::megakernel_row, rss::Strategy::block_row,

@@ -8,7 +8,7 @@
 #                                    shape order), 10 rounds x 30 samples, 10 shapes x fp32/bf16/fp16, the
 #                                    torch peers when torch is importable; records and report in bench/results/
 #
-# Other arguments go to bench/tools/session.py and override the preset, e.g. --shapes 4096x4096; a bad one
+# Other arguments go to `python3 bench/rssbench session` and override the preset, e.g. --shapes 4096x4096; a bad one
 # stops it at once with exit code 2 (--help lists them). Without a GPU it stops with a clear message and exit
 # code 2. RSS_BUILD_DIR: build folder (build-bench).
 set -euo pipefail
@@ -17,8 +17,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 usage() {
   # session.py's own parser, not a copy of it (it imports without numpy); read first, printed last.
   local passed_on
-  passed_on=$(python3 -c 'import sys; sys.path.insert(0, "bench/tools"); import session; print(session.passed_on_help())' \
-    2>/dev/null) || passed_on="  (python3 bench/tools/session.py --help lists them)"
+  passed_on=$(python3 -c 'import sys; sys.path.insert(0, "bench/rssbench"); import session; print(session.passed_on_help())' \
+    2>/dev/null) || passed_on="  (python3 bench/rssbench session --help lists them)"
   cat <<'USAGE'
 Usage: bash scripts/bench.sh [--quick | --full] [session.py options]
 
@@ -36,7 +36,7 @@ requirements.txt) and as another user names it and stops.
 
 Environment: RSS_BUILD_DIR, the CMake build folder (default build-bench).
 
-Every other option goes to bench/tools/session.py and overrides the preset, e.g. --shapes 4096x4096:
+Every other option goes to `python3 bench/rssbench session` and overrides the preset, e.g. --shapes 4096x4096:
 USAGE
   printf '%s\n' "$passed_on"
 }
@@ -57,7 +57,7 @@ done
 # A bad option fails now, not after the GPU check and the build.
 if [ "${#args[@]}" -gt 0 ]; then
   command -v python3 >/dev/null 2>&1 || { echo "scripts/bench.sh: python3 not found (Debian: apt-get install python3)" >&2; exit 1; }
-  python3 -c 'import sys; sys.path.insert(0, "bench/tools"); import session; session.check_passed_on(sys.argv[1:])' \
+  python3 -c 'import sys; sys.path.insert(0, "bench/rssbench"); import session; session.check_passed_on(sys.argv[1:])' \
     --protocol "$protocol" "${args[@]}"
 fi
 
@@ -71,4 +71,4 @@ build=${RSS_BUILD_DIR:-build-bench}
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRSS_BUILD_TESTS=OFF -DRSS_BUILD_EXAMPLES=OFF -DRSS_BUILD_BENCH=ON
 cmake --build "$build" -j "$(nproc)" --target rss_bench
-python3 bench/tools/session.py --build "$build" --protocol "$protocol" "${args[@]}"
+python3 bench/rssbench session --build "$build" --protocol "$protocol" "${args[@]}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shipped H200 tuning table must be exactly what bench/tools/tune.py generates from the committed
+# The shipped H200 tuning table must be exactly what `python3 bench/rssbench tune` generates from the committed
 # pilot records (every bench/results/pilot/h200_pilot*.json): nobody edits a table by hand, and a new
 # pilot comes with its regenerated table.
 # Usage: tests/check_tuning_table.sh SOURCE_DIR PYTHON
@@ -10,13 +10,13 @@ generated=$(mktemp)
 log=$(mktemp)
 trap 'rm -f "$generated" "$log"' EXIT
 pilots=("$src"/bench/results/pilot/h200_pilot*.json)
-if ! "$python" "$src/bench/tools/tune.py" "${pilots[@]}" --device "NVIDIA H200" --name h200 --out "$generated" \
+if ! "$python" "$src/bench/rssbench" tune "${pilots[@]}" --device "NVIDIA H200" --name h200 --out "$generated" \
   2> "$log"; then
   cat "$log" >&2
   exit 1
 fi
 if ! diff -u "$src/include/rss/tuning/h200_table.hpp" "$generated"; then
-  echo "include/rss/tuning/h200_table.hpp differs from tune.py's output for bench/results/pilot/h200_pilot*.json" >&2
+  echo "include/rss/tuning/h200_table.hpp differs from what rssbench tune makes for bench/results/pilot/h200_pilot*.json" >&2
   exit 1
 fi
 echo "h200_table.hpp matches bench/results/pilot/h200_pilot*.json (${#pilots[@]} files)"

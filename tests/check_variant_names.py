@@ -8,7 +8,7 @@ import re
 import sys
 
 src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
-sys.path.insert(0, os.path.join(src, "bench", "tools"))
+sys.path.insert(0, os.path.join(src, "bench", "rssbench"))
 import records  # noqa: E402
 
 header = open(os.path.join(src, "include", "rss", "strategy.hpp")).read()

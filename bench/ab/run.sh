@@ -15,7 +15,7 @@
 # Environment: AB_ARGS, more flags for both suites (e.g. --benchmark_repetitions=3: every repetition is a
 # sample); AB_FIRST_ROUND, the number of the first round (default 1; an even one starts with the new tree), so
 # that a later call adds rounds to an earlier one's folder.
-# Then: python3 bench/ab/summary.py OUT_DIR  (medians and spread per benchmark, new against old).
+# Then: python3 bench/rssbench ab OUT_DIR  (medians and spread per benchmark, new against old).
 set -u -o pipefail
 old=${1:?OLD_DIR}
 new=${2:?NEW_DIR}

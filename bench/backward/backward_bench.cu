@@ -33,21 +33,12 @@
 #include <tuple>
 #include <vector>
 
+#include "check.hpp"
 #include "rss/backward/backward.cuh"
 #include "rss/reference/cpu_backward.hpp"
 #include "rss/rss.cuh"
 
 namespace {
-
-void die(const char* what, cudaError_t err) {
-  std::fprintf(stderr, "rss_backward_bench: %s: %s\n", what, cudaGetErrorString(err));
-  std::exit(1);
-}
-#define BENCH_CUDA(call)                   \
-  do {                                     \
-    const cudaError_t e_ = (call);         \
-    if (e_ != cudaSuccess) die(#call, e_); \
-  } while (0)
 
 struct Options {
   std::string shapes = "32x128256,4096x4096,16384x8192,4096x32768,1x131072,64x131072";
@@ -98,15 +89,11 @@ struct Problem {
 
 template <class T>
 T to_storage(float v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(v);
-  else return __float2half_rn(v);
+  return rss::StorageTraits<T>::from_float(v);
 }
 template <class T>
 double to_double(T v) {
-  if constexpr (std::is_same_v<T, float>) return v;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(v);
-  else return __half2float(v);
+  return rss::StorageTraits<T>::to_float(v);
 }
 
 template <class T>
@@ -128,7 +115,7 @@ void fill(Problem& p, cudaStream_t stream) {
   // y and the row statistics are what rss's forward writes: the backward's real inputs.
   BENCH_CUDA(cudaMalloc(&p.stats, static_cast<std::size_t>(p.rows) * sizeof(rss::RowStatistics)));
   std::size_t ws_bytes = 0;
-  if (!rss::ok(rss::workspace_bytes<T>(rss::Strategy::automatic, p.rows, p.cols, &ws_bytes))) die("workspace", cudaErrorInvalidValue);
+  if (!rss::ok(rss::workspace_bytes<T>(rss::Strategy::automatic, p.rows, p.cols, &ws_bytes))) rss_bench::die("workspace", cudaErrorInvalidValue);
   void* ws = nullptr;
   if (ws_bytes > 0) BENCH_CUDA(cudaMalloc(&ws, ws_bytes));
   const rss::Status s = rss::rms_scaled_softmax_with_statistics<T>(
@@ -342,6 +329,7 @@ bool take_flag(const char* arg, const char* name, std::string* value) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rss_bench::program_name = "rss_backward_bench";
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     std::string v;

@@ -33,8 +33,8 @@ def rss_rows(path):
         dtype, shape, variant = parts[1], parts[2], parts[3]
         rows, cols = (int(v) for v in shape.split("x"))
         key = (rows, cols, dtype, variant)
-        if b.get("error_occurred"):
-            groups.setdefault(key, {"error": b.get("error_message", "error")})
+        if b.get("error_occurred") or b.get("skipped"):  # Google Benchmark 1.7: error_*; 1.8+: skipped too
+            groups.setdefault(key, {"error": b.get("error_message") or b.get("skip_message") or "error"})
             continue
         g = groups.setdefault(key, {"rounds": []})
         g.setdefault("rounds", []).append(b)

@@ -1,7 +1,7 @@
 #pragma once
 // Strategy names and the configuration a caller (or the tuning table) can ask for. The one place
 // where strategies are named: the bench and the tests take names from here, and the CPU test
-// cpu.variant_names_agree checks that the Python tools' list (bench/tools/records.py) matches it.
+// cpu.variant_names_agree checks that the Python tools' list (bench/rssbench/records.py) matches it.
 #include <cstring>
 
 namespace rss {

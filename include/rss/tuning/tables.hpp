@@ -3,7 +3,7 @@
 // capability, SM count, memory size), not by the device's name. An entry records a measured winner of
 // the bench's pilot mode (`rss_bench --pilot`, records in bench/results/pilot/) where it beats the
 // heuristic's choice (rss/tuning/auto_select.hpp) by more than 3%; the entries are generated from those
-// records by bench/tools/tune.py. Devices without a table (the H100 included: not measured) get the
+// records by bench/rssbench/tune.py. Devices without a table (the H100 included: not measured) get the
 // heuristic.
 #include "rss/device_info.hpp"
 #include "rss/tuning/auto_select.hpp"

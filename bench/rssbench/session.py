@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs measurement sessions of the project's protocol (docs/protocol.md), then the report.
 
-    python3 bench/tools/session.py --build build-bench                     (quick protocol, the default)
-    python3 bench/tools/session.py --build build-bench --protocol full      (the full protocol)
+    python3 bench/rssbench session --build build-bench                     (quick protocol, the default)
+    python3 bench/rssbench session --build build-bench --protocol full      (the full protocol)
 
 Each session: read the clocks, run `rss_bench --session=N` (rounds, per-round shuffled variant order
 from the recorded seed; session 2 reverses the shape order), run the torch peers on the same shapes
@@ -23,12 +23,11 @@ import shutil
 import subprocess
 import sys
 
+import fixture
+import records
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TREE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-
-import fixture  # noqa: E402
-import records  # noqa: E402
 
 
 def nvidia_smi(fields, gpu=None):
@@ -74,20 +73,21 @@ def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note=No
     driver = nvidia_smi(["driver_version"], gpu).get("driver_version")
     if driver:
         ctx["driver"] = driver
-    fx = fixture.describe(fixture_seed)
-    cpp_first = ctx["fixture"].get("first_elements")
+    cpp_first = ctx.get("fixture_first_elements")
     if cpp_first is not None:
         py_first = " ".join("0x%08x" % v for v in fixture.generate(fixture_seed, 8).view("<u4"))
         if cpp_first != py_first:
-            sys.exit("session: the C++ fixture differs from bench/tools/fixture.py: %s vs %s" % (cpp_first, py_first))
-    ctx["fixture"].update(fx)
+            sys.exit("session: the C++ fixture differs from bench/rssbench/fixture.py: %s vs %s" % (cpp_first, py_first))
+    fx = fixture.describe(fixture_seed)
+    ctx.update(fixture_seed=str(fx["seed"]), fixture_generator=fx["generator"], fixture_hash=fx["hash"])
     if peers_note is not None:
-        ctx["config"]["peers"] = peers_note
+        ctx["peers"] = peers_note
     if protocol is not None:
-        ctx["config"]["protocol"] = protocol
+        ctx["protocol"] = protocol
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    records.load(path)  # the completed file follows the schema
 
 
 def torch_available():
@@ -122,7 +122,8 @@ def parser(passed_on=False):
     if passed_on:
         ap = argparse.ArgumentParser(prog="scripts/bench.sh", usage=argparse.SUPPRESS, add_help=False)
     else:
-        ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        ap = argparse.ArgumentParser(prog="rssbench session", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--protocol", choices=sorted(PRESETS), default="quick",
                     help="preset of the options below (default quick; full is the protocol of the committed results)")
     if not passed_on:
@@ -225,7 +226,7 @@ def main(argv=None):
         if has_torch:
             torch_out = os.path.join(args.raw, "session%d_torch.json" % session)
             try:
-                rc = subprocess.run([sys.executable, os.path.join(HERE, "peers.py"), "--session", str(session),
+                rc = subprocess.run([sys.executable, HERE, "peers", "--session", str(session),
                                      "--rounds", str(args.rounds), "--iterations", str(args.iterations),
                                      "--seed", str(args.seed), "--fixture-seed", str(args.fixture_seed),
                                      "--shapes", shapes, "--dtypes", args.dtypes, "--shape-order", order,
@@ -240,12 +241,13 @@ def main(argv=None):
                          gpu)
 
     if not args.no_report:
-        rc = subprocess.run([sys.executable, os.path.join(HERE, "report.py"), "build", "--records", args.raw,
+        rc = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw,
                              "--out", args.results]).returncode
         if rc == 0:
             print("== %s done: %s" % (label, os.path.join(args.results, "results.md")), file=sys.stderr)
-        sys.exit(rc)
+        return rc
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

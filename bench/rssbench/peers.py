@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch peers of rms_scaled_softmax, measured with the same protocol as the C++ bench (docs/protocol.md).
 
-    python3 bench/tools/peers.py --session N --rounds R --iterations K --seed S \
+    python3 bench/rssbench peers --session N --rounds R --iterations K --seed S \
         --shapes "1x131072,8x131072,..." --shape-order forward|reverse --out FILE.json [--dtypes fp32,bf16]
 
 Variants: torch_eager (a plain torch implementation), torch_compile (torch.compile of the same function,
@@ -96,7 +96,7 @@ def parse_shapes(text):
 
 def main(argv=None):
     global torch
-    ap = argparse.ArgumentParser(description="torch peers of rms_scaled_softmax, measured with the protocol of docs/protocol.md")
+    ap = argparse.ArgumentParser(prog="rssbench peers", description="torch peers of rms_scaled_softmax, measured with the protocol of docs/protocol.md")
     ap.add_argument("--session", type=int, required=True)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--iterations", type=int, default=50)
@@ -138,16 +138,15 @@ def main(argv=None):
     uuid = f"GPU-{props.uuid}" if hasattr(props, "uuid") else "unknown"
     smi = nvidia_smi(uuid, ["driver_version"])
     context = {
-        "gpu": props.name, "uuid": uuid, "driver": smi.get("driver_version", "unknown"),
-        "toolkit": str(torch.version.cuda), "sm_count": props.multi_processor_count,
-        "clocks_start": nvidia_smi(uuid, CLOCK_FIELDS), "clocks_end": {},
-        "source_hash": records.source_hash(args.tree),
-        "config": {"rounds": args.rounds, "iterations": args.iterations, "seed": args.seed,
-                   "shape_order": args.shape_order, "shapes": args.shapes, "dtypes": dtypes,
-                   "variants": variants, "warm_calls": WARM_CALLS, "torch": torch.__version__},
-        "fixture": fixture.describe(args.fixture_seed)}
-    doc = {"schema": records.SCHEMA, "producer": "torch_peers", "session": args.session, "context": context,
-           "records": []}
+        "producer": "torch_peers", "suite": "forward", "session": str(args.session), "gpu": props.name, "uuid": uuid,
+        "driver": smi.get("driver_version", "unknown"), "toolkit": str(torch.version.cuda),
+        "sm_count": str(props.multi_processor_count), "clocks_start": nvidia_smi(uuid, CLOCK_FIELDS), "clocks_end": {},
+        "source_hash": records.source_hash(args.tree), "rounds": str(args.rounds), "iterations": str(args.iterations),
+        "seed": str(args.seed), "shape_order": args.shape_order, "shapes": args.shapes, "dtypes": ",".join(dtypes),
+        "variants": ",".join(variants), "warm_calls": str(WARM_CALLS), "torch": torch.__version__}
+    fx = fixture.describe(args.fixture_seed)
+    context.update(fixture_seed=str(fx["seed"]), fixture_generator=fx["generator"], fixture_hash=fx["hash"])
+    runs = []
     partial = args.out + ".partial"
     start, units_done, units = time.time(), 0, len(work) * args.rounds
 
@@ -196,27 +195,24 @@ def main(argv=None):
                     call()
                 end.record()
                 end.synchronize()
-                doc["records"].append({
-                    "rows": rows, "cols": cols, "dtype": dtype, "variant": variant, "round": rnd,
-                    "position": position, "host_us": host,
-                    "device_us": [begin.elapsed_time(end) * 1e3 / args.iterations],
-                    "kernels": -1, "launches": 1 if variant.endswith("_graph") else -1, "cooperative": False,
-                    "active_blocks_per_sm": None, "logical_bytes": -1, "evicted_tiles": 0,
-                    "max_rel_err": errors[variant]})
+                runs.append(records.run_entry(
+                    f"{records.shape_label(rows, cols, dtype)}/round{rnd}/{variant}", host,
+                    begin.elapsed_time(end) * 1e3 / args.iterations, rows=rows, cols=cols, round=rnd,
+                    position=position, kernels=-1, launches=1 if variant.endswith("_graph") else -1, cooperative=0,
+                    logical_bytes=-1, evicted_tiles=0, max_rel_err=errors[variant]))
             units_done += 1
             left = (time.time() - start) / units_done * (units - units_done)
             print(f"  {name} round {rnd + 1}/{args.rounds} ({', '.join(order)}): about {left:.0f} s left",
                   file=sys.stderr)
         del x, calls, outputs, graphs
         torch.cuda.empty_cache()
-        with open(partial, "w") as f:
-            json.dump(records.validate(doc, partial), f)
+        records.write(partial, context, runs)
 
     context["clocks_end"] = nvidia_smi(uuid, CLOCK_FIELDS)
-    with open(partial, "w") as f:
-        json.dump(records.validate(doc, partial), f)
+    records.write(partial, context, runs)
+    records.load(partial)
     os.replace(partial, args.out)
-    print(f"wrote {len(doc['records'])} records to {args.out} in {time.time() - start:.0f} s", file=sys.stderr)
+    print(f"wrote {len(runs)} records to {args.out} in {time.time() - start:.0f} s", file=sys.stderr)
     return 0
 
 

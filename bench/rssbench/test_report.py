@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of the Python side of the benchmark protocol, on synthetic records in a temporary directory.
 
-    python3 bench/tools/test_report.py        (unittest; no GPU, no torch needed)
+    python3 bench/rssbench/test_report.py        (unittest; no GPU, no torch needed)
 """
 import hashlib
 import importlib
@@ -9,6 +9,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,23 +38,22 @@ TINY = {
 }
 
 
-def record(shape, variant, rnd, host, device=(), kernels=1):
-    return {"rows": shape[0], "cols": shape[1], "dtype": shape[2], "variant": variant, "round": rnd,
-            "position": 0, "host_us": [float(h) for h in host], "device_us": [float(d) for d in device],
-            "kernels": kernels, "launches": 1, "cooperative": variant.startswith("megakernel"),
-            "active_blocks_per_sm": 1, "logical_bytes": 2 * shape[0] * shape[1] * 4, "evicted_tiles": 0,
-            "max_rel_err": 1e-7}
+def record(shape, variant, rnd, host, device=None, kernels=1):
+    """One run (round) of a variant, as the bench writes it: every host sample, one device figure."""
+    return records.run_entry(
+        f"{records.shape_label(*shape)}/round{rnd}/{variant}", [float(h) for h in host],
+        statistics.median(host) / 2 if device is None else device, rows=shape[0], cols=shape[1], round=rnd,
+        position=0, kernels=kernels, launches=1, cooperative=int(variant.startswith("megakernel")),
+        active_blocks_per_sm=1, logical_bytes=2 * shape[0] * shape[1] * 4, evicted_tiles=0, max_rel_err=1e-7)
 
 
-def document(session, producer, recs, source_hash, rounds=3, uuid=None):
-    return {"schema": records.SCHEMA, "producer": producer, "session": session,
-            "context": {"gpu": "NVIDIA H200", "uuid": uuid or f"GPU-0000000{session}-aaaa", "driver": "570.1",
-                        "toolkit": "12.8", "sm_count": 132, "clocks_start": {"sm": 1980}, "clocks_end": {},
-                        "source_hash": source_hash,
-                        "config": {"rounds": rounds, "iterations": 5, "seed": 7,
-                                   "shape_order": "forward" if session == 1 else "reverse"},
-                        "fixture": {"seed": 42, "generator": fixture.GENERATOR, "hash": "f" * 64}},
-            "records": recs}
+def document(session, producer, runs, source_hash, rounds=3, uuid=None):
+    context = {"schema": records.SCHEMA, "producer": producer, "session": str(session), "gpu": "NVIDIA H200",
+               "uuid": uuid or f"GPU-0000000{session}-aaaa", "driver": "570.1", "toolkit": "12.8", "sm_count": "132",
+               "clocks_start": {"sm": 1980}, "clocks_end": {}, "source_hash": source_hash, "rounds": str(rounds),
+               "iterations": "5", "seed": "7", "shape_order": "forward" if session == 1 else "reverse",
+               "fixture_seed": "42", "fixture_generator": fixture.GENERATOR, "fixture_hash": "f" * 64}
+    return {"context": context, "benchmarks": runs}
 
 
 def read(path, mode="r"):
@@ -66,8 +66,8 @@ def write(path, text):
         f.write(text)
 
 
-def run(tool, *args):
-    p = subprocess.run([sys.executable, os.path.join(TOOLS, tool), *args], capture_output=True, text=True)
+def run(command, *args):
+    p = subprocess.run([sys.executable, TOOLS, command, *args], capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -98,7 +98,7 @@ class Workspace(unittest.TestCase):
             for variant, by_session in TINY.items():
                 for rnd, host in enumerate(by_session[s]):
                     (torch if variant.startswith("torch_") else rss).append(
-                        record(SHAPE, variant, rnd, host, device=[h / 2 for h in host]))
+                        record(SHAPE, variant, rnd, host))
             self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash, uuid=uuid))
             self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash, uuid=uuid))
 
@@ -112,19 +112,20 @@ class Workspace(unittest.TestCase):
                 for rnd in range(4):
                     for v in variants:
                         base = 10 + variants.index(v) * 3
-                        rec = record(shape, v, rnd, [base + rng.random() for _ in range(5)],
-                                     device=[base - 1 + rng.random()] if v != "baseline" else [])
+                        rec = record(shape, v, rnd, [base + rng.random() for _ in range(5)])
+                        if v == "baseline":
+                            del rec["device_us"]
                         (torch if v.startswith("torch_") else rss).append(rec)
             self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash, rounds=4))
             self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash, rounds=4))
 
     def build(self):
-        rc, out = run("report.py", "build", "--records", self.raw, "--out", self.out)
+        rc, out = run("report", "build", "--records", self.raw, "--out", self.out)
         self.assertEqual(rc, 0, out)
         return out
 
     def verify(self):
-        return run("report.py", "verify", "--records", self.raw, "--out", self.out, "--tree", self.tree)
+        return run("report", "verify", "--records", self.raw, "--out", self.out, "--tree", self.tree)
 
     def load_out(self, name):
         with open(os.path.join(self.out, name)) as f:
@@ -248,7 +249,7 @@ class AggregateTest(Workspace):
         self.write_tiny(sessions=(1,))
         path = os.path.join(self.raw, "session1_rss.json")
         doc = json.loads(read(path))
-        doc["context"]["config"]["protocol"] = "quick"
+        doc["context"]["protocol"] = "quick"
         self.write("session1_rss.json", doc)
         _, markdown, _ = report.compute(self.raw)
         self.assertIn("**Quick protocol** (session(s) 1)", markdown)
@@ -256,7 +257,7 @@ class AggregateTest(Workspace):
     def test_inconsistent_metadata_is_a_warning(self):
         self.write_tiny()
         doc = json.loads(read(os.path.join(self.raw, "session2_rss.json")))
-        doc["records"][0]["kernels"] = 0
+        doc["benchmarks"][0]["kernels"] = 0
         self.write("session2_rss.json", doc)
         summary, markdown, _ = report.compute(self.raw)
         self.assertTrue(any("'kernels' differs" in w for w in summary["warnings"]))
@@ -347,25 +348,28 @@ class VerifyTest(Workspace):
 
     def test_invalid_record_is_named(self):
         doc = json.loads(read(os.path.join(self.raw, "session1_rss.json")))
-        doc["records"][2]["host_us"] = []
+        entry = doc["benchmarks"][2]
+        for key in [k for k in entry if k.startswith("host_us/")]:
+            del entry[key]
+        entry["real_time"] = 0
         self.write("session1_rss.json", doc)
-        rc, out = run("report.py", "build", "--records", self.raw, "--out", self.out)
+        rc, out = run("report", "build", "--records", self.raw, "--out", self.out)
         self.assertEqual(rc, 2)
-        self.assertIn("session1_rss.json: records[2]: 'host_us'", out)
+        self.assertIn("session1_rss.json: benchmarks[2]: 'host_us'", out)
 
 
 class CommandLineTest(unittest.TestCase):
     def test_help_describes_and_defaults_follow_the_script(self):
-        rc, out = run("report.py", "--help")
+        rc, out = run("report", "--help")
         self.assertEqual(rc, 0, out)
         self.assertIn("docs/protocol.md", out)
         self.assertIn("verify", out)
-        rc, out = run("report.py", "verify", "--help")
+        rc, out = run("report", "verify", "--help")
         self.assertEqual(rc, 0, out)
         self.assertIn("distinct", out)
-        self.assertTrue(os.path.isfile(os.path.join(report.TREE, "bench", "tools", "report.py")))
+        self.assertTrue(os.path.isfile(os.path.join(report.TREE, "bench", "rssbench", "report.py")))
         # From another directory the defaults still name this repository's records.
-        p = subprocess.run([sys.executable, os.path.join(TOOLS, "report.py"), "verify", "--records",
+        p = subprocess.run([sys.executable, TOOLS, "report", "verify", "--records",
                             os.path.join(tempfile.gettempdir(), "no-such-records-dir")],
                            capture_output=True, text=True, cwd=tempfile.gettempdir())
         self.assertEqual(p.returncode, 1)
@@ -373,15 +377,14 @@ class CommandLineTest(unittest.TestCase):
 
     def test_every_tool_helps_without_third_party_packages(self):
         # python -S leaves site-packages off the path: no numpy, matplotlib or torch, as on a fresh machine.
-        bench = os.path.dirname(TOOLS)
-        tools = sorted(os.path.join(d, f) for d in ("tools", "backward", "sharded")
-                       for f in os.listdir(os.path.join(bench, d)) if f.endswith(".py"))
-        tools.append(os.path.join("ab", "summary.py"))
-        for tool in tools:
-            p = subprocess.run([sys.executable, "-S", os.path.join(bench, tool), "--help"],
-                               capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, f"{tool}: {p.stdout + p.stderr}")
-            self.assertIn("usage:", p.stdout, tool)
+        p = subprocess.run([sys.executable, "-S", TOOLS, "--help"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        commands = [c for c in p.stdout.split("{", 1)[1].split("}", 1)[0].split(",")]
+        self.assertIn("report", commands)
+        for command in commands:
+            p = subprocess.run([sys.executable, "-S", TOOLS, command, "--help"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, f"{command}: {p.stdout + p.stderr}")
+            self.assertIn("usage:", p.stdout, command)
 
 
 class SourceHashTest(Workspace):
@@ -391,14 +394,14 @@ class SourceHashTest(Workspace):
             data = read(os.path.join(self.tree, rel), "rb")
             h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
         self.assertEqual(self.hash, h.hexdigest())
-        for rel in ("bench/results/x.json", "bench/tools/__pycache__/m.cpython-311.pyc", "bench/tools/n.pyc",
+        for rel in ("bench/results/x.json", "bench/rssbench/__pycache__/m.cpython-311.pyc", "bench/rssbench/n.pyc",
                     "bench/NOTES.md", "src/other.cpp"):
             os.makedirs(os.path.dirname(os.path.join(self.tree, rel)), exist_ok=True)
             write(os.path.join(self.tree, rel), "ignored")
         self.assertEqual(records.source_hash(self.tree), self.hash)
         write(os.path.join(self.tree, "bench/new.py"), "")  # an empty file still counts
         self.assertNotEqual(records.source_hash(self.tree), self.hash)
-        rc, out = run("records.py", "source-hash", "--tree", self.tree)
+        rc, out = run("records", "source-hash", "--tree", self.tree)
         self.assertEqual((rc, out.strip()), (0, records.source_hash(self.tree)))
 
 
@@ -434,9 +437,9 @@ class FixtureTest(unittest.TestCase):
         import numpy as np
         want = hashlib.sha256(fixture.generate(42, 1 << 20).astype("<f4").tobytes()).hexdigest()
         self.assertEqual(fixture.fixture_hash(42), want)
-        rc, out = run("fixture.py", "--seed", "42", "--hash")
+        rc, out = run("fixture", "--seed", "42", "--hash")
         self.assertEqual((rc, out.strip()), (0, want))
-        rc, out = run("fixture.py", "--seed", "42", "--print", "0", "8")
+        rc, out = run("fixture", "--seed", "42", "--print", "0", "8")
         lines = out.strip().splitlines()
         self.assertEqual(len(lines), 8)
         self.assertEqual(np.float32(lines[3].split()[1]), fixture.generate(42, 1, 3)[0])
@@ -451,7 +454,7 @@ class PeersTest(unittest.TestCase):
                 self.skipTest("torch with CUDA is present")
         except ImportError:
             pass
-        rc, out = run("peers.py", "--session", "1", "--out", os.path.join(tempfile.gettempdir(), "x.json"))
+        rc, out = run("peers", "--session", "1", "--out", os.path.join(tempfile.gettempdir(), "x.json"))
         self.assertEqual(rc, 3, out)
         self.assertIn("torch", out)
 
@@ -470,7 +473,7 @@ class SessionTest(unittest.TestCase):
         self.assertEqual(session.session_gpus([1], [], "0"), {1: None})
 
     def test_help_names_both_protocols(self):
-        rc, out = run("session.py", "--help")
+        rc, out = run("session", "--help")
         self.assertEqual(rc, 0, out)
         for needle in ("quick", "full", "docs/protocol.md"):
             self.assertIn(needle, out)
@@ -494,11 +497,11 @@ class TuneTest(unittest.TestCase):
     """tune.py: an entry only for a clear, consistent win over the heuristic; a header that compiles."""
 
     def pilot(self, path, by_variant):
-        recs = [record((4, 8192, "fp32"), v, rnd, samples)
+        runs = [record((4, 8192, "fp32"), v, rnd, samples)
                 for v, rounds in by_variant.items() for rnd, samples in enumerate(rounds)]
+        doc = document(1, "rss_bench", runs, "")
         with open(path, "w") as f:
-            json.dump({"schema": records.SCHEMA, "producer": "rss_bench", "session": 1,
-                       "context": {"gpu": "NVIDIA H200"}, "records": recs}, f)
+            json.dump(doc, f)
 
     def decide(self, by_variant):
         with tempfile.TemporaryDirectory() as d:
@@ -561,7 +564,7 @@ class TuneTest(unittest.TestCase):
             for args, needle in (([path, "--device", "NVIDIA H100"], "does not match the records"),
                                  ([os.path.join(d, "missing.json")], "cannot read"),
                                  ([path, "--name", "not an identifier"], "not a C++ identifier")):
-                rc, out = run("tune.py", *args, *(["--name", "h200"] if "--name" not in args else []))
+                rc, out = run("tune", *args, *(["--name", "h200"] if "--name" not in args else []))
                 self.assertEqual(rc, 2, out)
                 self.assertIn(needle, out)
                 self.assertNotIn("Traceback", out)

@@ -13,8 +13,8 @@ float64 alike: there is no rounding for the two implementations to disagree on.
 Fixture hash = sha256 of the little-endian float32 bytes of elements 0 .. 2^20 - 1 (independent of shape).
 
 CLI:
-    python3 bench/tools/fixture.py --seed 42 --hash
-    python3 bench/tools/fixture.py --seed 42 --print 0 8     (elements 0..7: index, value, float32 bits)
+    python3 bench/rssbench fixture --seed 42 --hash
+    python3 bench/rssbench fixture --seed 42 --print 0 8     (elements 0..7: index, value, float32 bits)
 """
 import argparse
 import hashlib
@@ -67,7 +67,7 @@ def describe(seed):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="rss input fixture")
+    ap = argparse.ArgumentParser(prog="rssbench fixture", description="rss input fixture")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--hash", action="store_true", help="print the fixture hash")
     ap.add_argument("--print", nargs=2, type=int, metavar=("BEGIN", "END"),

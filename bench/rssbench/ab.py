@@ -2,7 +2,7 @@
 """Before/after summary of bench/ab/run.sh: per benchmark, the median over every sample of each tree (one per
 round and repetition), the spread (max - min, as a share of the median), and new / old. Standard library only.
 
-Usage: bench/ab/summary.py OUT_DIR [--markdown FILE]
+Usage: python3 bench/rssbench ab OUT_DIR [--markdown FILE]
 A benchmark is "within noise" when |new / old - 1| is at most the larger of the two spreads.
 """
 import argparse
@@ -31,11 +31,11 @@ def times(out_dir, suite, tree):
     return result
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="rssbench ab", description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
     parser.add_argument("--markdown", help="also write the table here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     lines = ["| benchmark | old median us (spread) | new median us (spread) | new / old | verdict |",
              "|---|---|---|---|---|"]
     slower = 0
