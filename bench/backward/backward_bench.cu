@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
   if (listing) {
     // Names only: registration below needs no device.
   } else if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "rss_backward_bench: no CUDA device: run this on the GPU machine\n");
+    std::fprintf(stderr, "rss_backward_bench: no CUDA device: the backward suite needs an NVIDIA GPU; nothing was run\n");
     return 2;
   }
   if (!listing) BENCH_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));

@@ -121,10 +121,10 @@ def main(argv=None):
     try:
         import torch
     except ImportError as e:
-        print(f"peers.py: torch is not installed ({e}); run this on the GPU machine", file=sys.stderr)
+        print(f"peers.py: torch is not installed ({e}); these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
         return EXIT_NO_TORCH
     if not torch.cuda.is_available():
-        print("peers.py: torch has no usable CUDA device; run this on the GPU machine", file=sys.stderr)
+        print("peers.py: torch has no usable CUDA device; these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
         return EXIT_NO_TORCH
     import torch._dynamo
     import torch._functorch.config

@@ -122,10 +122,10 @@ def main(argv=None):
         import torch  # binds the module-level name (global above) used by rms_scaled_softmax
         import torch._dynamo  # noqa: F401  (its config is set below)
     except ImportError as e:
-        print(f"peers.py: torch is not installed ({e}); run this on the GPU machine", file=sys.stderr)
+        print(f"peers.py: torch is not installed ({e}); these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
         return EXIT_NO_TORCH
     if not torch.cuda.is_available():
-        print("peers.py: torch has no usable CUDA device; run this on the GPU machine", file=sys.stderr)
+        print("peers.py: torch has no usable CUDA device; these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
         return EXIT_NO_TORCH
 
     # Enough compile cache for every static shape; the attribute was renamed across torch versions.

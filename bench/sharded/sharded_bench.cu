@@ -514,7 +514,7 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1) {
-    std::fprintf(stderr, "no CUDA device\n");
+    std::fprintf(stderr, "sharded_bench: no CUDA device: the sharded suite needs NVIDIA GPUs; nothing was run\n");
     return 2;
   }
   const int world = gpus < 8 ? gpus : 8;
