@@ -25,9 +25,11 @@ import os
 import random
 import statistics
 import sys
-import time
 
-EXIT_NO_TORCH = 3
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "rssbench"))
+import peer_support  # noqa: E402  (what the peers share)
+
+EXIT_NO_TORCH = peer_support.EXIT_NO_TORCH
 EPS = 1e-5
 WARM_CALLS = 3
 VARIANTS = ("torch_eager_bwd", "torch_eager_bwd_graph", "torch_compile_bwd", "torch_compile_bwd_graph", "rss_op_bwd",
@@ -118,13 +120,8 @@ def main(argv=None):
     variants = [v for v in args.variants.split(",") if v]
     if not set(variants) <= set(VARIANTS):
         ap.error(f"--variants must be within {VARIANTS}")
-    try:
-        import torch
-    except ImportError as e:
-        print(f"peers.py: torch is not installed ({e}); these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
-        return EXIT_NO_TORCH
-    if not torch.cuda.is_available():
-        print("peers.py: torch has no usable CUDA device; these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
+    torch = peer_support.torch_with_cuda("peers.py")
+    if torch is None:
         return EXIT_NO_TORCH
     import torch._dynamo
     import torch._functorch.config
@@ -181,23 +178,13 @@ def main(argv=None):
                                             "error": msg})
                     failed.add(variant)
                     continue
-                host = []
-                for _ in range(args.iterations):
-                    t0 = time.perf_counter()
-                    call()
-                    torch.cuda.synchronize()
-                    host.append((time.perf_counter() - t0) * 1e6)
-                begin.record()
-                for _ in range(args.iterations):
-                    call()
-                end.record()
-                end.synchronize()
+                host, interval = peer_support.time_call(call, args.iterations, torch.cuda.synchronize, begin, end)
                 host.sort()
                 doc["records"].append({
                     "rows": rows, "cols": cols, "dtype": dtype, "variant": variant, "round": rnd,
                     "host_us": statistics.median(host), "host_p10_us": host[int(0.1 * (len(host) - 1))],
                     "host_p90_us": host[int(0.9 * (len(host) - 1))],
-                    "device_us": begin.elapsed_time(end) * 1e3 / args.iterations,
+                    "device_us": interval,
                     "max_rel_err": errors[variant]})
                 del call, result, graph
                 torch.cuda.synchronize()

@@ -31,8 +31,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixture  # noqa: E402
 import records  # noqa: E402
+import peer_support  # noqa: E402
 
-EXIT_NO_TORCH = 3
+EXIT_NO_TORCH = peer_support.EXIT_NO_TORCH
 EPS = 1e-5
 WARM_CALLS = 3
 VARIANTS = records.PEERS
@@ -118,15 +119,10 @@ def main(argv=None):
     if args.shape_order == "reverse":
         work.reverse()
 
-    try:
-        import torch  # binds the module-level name (global above) used by rms_scaled_softmax
-        import torch._dynamo  # noqa: F401  (its config is set below)
-    except ImportError as e:
-        print(f"peers.py: torch is not installed ({e}); these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
+    torch = peer_support.torch_with_cuda("peers.py")  # the module-level name used by rms_scaled_softmax
+    if torch is None:
         return EXIT_NO_TORCH
-    if not torch.cuda.is_available():
-        print("peers.py: torch has no usable CUDA device; these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
-        return EXIT_NO_TORCH
+    import torch._dynamo  # noqa: F401  (its config is set below)
 
     # Enough compile cache for every static shape; the attribute was renamed across torch versions.
     for name in ("cache_size_limit", "recompile_limit"):
@@ -184,20 +180,10 @@ def main(argv=None):
                 for _ in range(WARM_CALLS):
                     call()
                 torch.cuda.synchronize()
-                host = []
-                for _ in range(args.iterations):
-                    t0 = time.perf_counter()
-                    call()
-                    torch.cuda.synchronize()
-                    host.append((time.perf_counter() - t0) * 1e6)
-                begin.record()
-                for _ in range(args.iterations):
-                    call()
-                end.record()
-                end.synchronize()
+                host, interval = peer_support.time_call(call, args.iterations, torch.cuda.synchronize, begin, end)
                 runs.append(records.run_entry(
                     f"{records.shape_label(rows, cols, dtype)}/round{rnd}/{variant}", host,
-                    begin.elapsed_time(end) * 1e3 / args.iterations, rows=rows, cols=cols, round=rnd,
+                    interval, rows=rows, cols=cols, round=rnd,
                     position=position, kernels=-1, launches=1 if variant.endswith("_graph") else -1, cooperative=0,
                     logical_bytes=-1, evicted_tiles=0, max_rel_err=errors[variant]))
             units_done += 1

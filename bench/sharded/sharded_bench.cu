@@ -390,46 +390,29 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
     variants.push_back(std::move(v));
   }
   std::vector<const rss::ShardedOperator<T>*> raw_eager, raw_device, raw_barrier;
-  {  // nccl_host without a graph
+  // A variant that calls rss::run_sharded on its own operators (made here, one per GPU), writing into ys.
+  const auto add_run_sharded = [&](const char* name, rss::ShardedPath path, std::vector<std::unique_ptr<Buffer<T>>>& ys,
+                                   std::vector<std::unique_ptr<rss::ShardedOperator<T>>>* ops,
+                                   std::vector<const rss::ShardedOperator<T>*>* raw_ops, rss::DeviceExchange exchange,
+                                   const char* detail_suffix) {
     Variant v;
-    v.name = "nccl_host_eager";
-    make_ops(rss::ShardedPath::nccl_host, sy_eager, &eager_ops, &st);
+    v.name = name;
+    make_ops(path, ys, ops, &st, exchange);
     v.status = first_failure(st);
     v.usable = v.status.empty();
-    for (auto& p : eager_ops) raw_eager.push_back(p.get());
-    if (v.usable) v.detail = describe(*eager_ops[0]) + ", rss::run_sharded";
-    v.launch = [&] { (void)rss::run_sharded(raw_eager.data(), streams.data(), world); };
+    for (auto& p : *ops) raw_ops->push_back(p.get());
+    if (v.usable) v.detail = describe(*(*ops)[0]) + detail_suffix;
+    v.launch = [&, raw_ops] { (void)rss::run_sharded(raw_ops->data(), streams.data(), world); };
     v.sync = sync_all;
-    v.read_row = read_sharded(sy_eager);
+    v.read_row = read_sharded(ys);
     variants.push_back(std::move(v));
-  }
-  {  // nccl_device
-    Variant v;
-    v.name = "nccl_device";
-    make_ops(rss::ShardedPath::nccl_device, sy_device, &device_ops, &st);
-    v.status = first_failure(st);
-    v.usable = v.status.empty();
-    for (auto& p : device_ops) raw_device.push_back(p.get());
-    if (v.usable) v.detail = describe(*device_ops[0]);
-    v.launch = [&] { (void)rss::run_sharded(raw_device.data(), streams.data(), world); };
-    v.sync = sync_all;
-    v.read_row = read_sharded(sy_device);
-    variants.push_back(std::move(v));
-  }
-
-  {  // nccl_device with the LSA barrier exchange instead of flags
-    Variant v;
-    v.name = "nccl_device_lsa_barrier";
-    make_ops(rss::ShardedPath::nccl_device, sy_barrier, &barrier_ops, &st, rss::DeviceExchange::lsa_barrier);
-    v.status = first_failure(st);
-    v.usable = v.status.empty();
-    for (auto& p : barrier_ops) raw_barrier.push_back(p.get());
-    if (v.usable) v.detail = describe(*barrier_ops[0]);
-    v.launch = [&] { (void)rss::run_sharded(raw_barrier.data(), streams.data(), world); };
-    v.sync = sync_all;
-    v.read_row = read_sharded(sy_barrier);
-    variants.push_back(std::move(v));
-  }
+  };
+  add_run_sharded("nccl_host_eager", rss::ShardedPath::nccl_host, sy_eager, &eager_ops, &raw_eager,
+                  rss::DeviceExchange::flags, ", rss::run_sharded");  // nccl_host without a graph
+  add_run_sharded("nccl_device", rss::ShardedPath::nccl_device, sy_device, &device_ops, &raw_device,
+                  rss::DeviceExchange::flags, "");
+  add_run_sharded("nccl_device_lsa_barrier", rss::ShardedPath::nccl_device, sy_barrier, &barrier_ops, &raw_barrier,
+                  rss::DeviceExchange::lsa_barrier, "");  // the LSA barrier exchange instead of flags
 
   for (Variant& v : variants) {
     if (std::find(o.skip.begin(), o.skip.end(), v.name) != o.skip.end()) {
