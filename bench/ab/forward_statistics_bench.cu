@@ -1,15 +1,17 @@
-// The forward that also writes each row's statistics (rss_rms_scaled_softmax_with_statistics: what the PyTorch
-// operator runs, and what a backward from saved statistics reads), as a Google Benchmark suite for before/after
-// runs (bench/ab/run.sh). It uses only API that earlier trees have too (Operator<T>::initialize with a
-// statistics pointer, run), so the same source builds against either tree's headers:
+// The forward, with and without each row's statistics (rss_rms_scaled_softmax_with_statistics: what the PyTorch
+// operator runs, and what a backward from saved statistics reads), as a light Google Benchmark suite for
+// before/after runs (bench/ab/run.sh). It uses only API that earlier trees have too (Operator<T>::initialize with
+// and without a statistics pointer, run), so the same source builds against either tree's headers:
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I TREE/include bench/ab/forward_statistics_bench.cu -lbenchmark -lpthread \
 //        -o DIR/rss_forward_statistics_bench
 //
 // (this tree's build makes it as the target rss_forward_statistics_bench). Benchmarks are
-// DTYPE/ROWSxCOLS/cluster_row|automatic; a sample is the host completion of one call (launch to the end of a
-// stream synchronisation), as rss_bench measures. Inputs are filled on the device from a hash, never zeros; no
-// reference is computed (the GPU tests check this path), so a run takes seconds.
+// DTYPE/ROWSxCOLS/STRATEGY (the forward) and DTYPE/ROWSxCOLS/STRATEGY_statistics, STRATEGY cluster_row or automatic;
+// a sample is the host completion of one call (launch to the end of a stream synchronisation), as rss_bench
+// measures. Inputs are filled on the device from a hash, never zeros; no reference is computed (the GPU tests check
+// these paths), so a round of both trees takes seconds where rss_bench's suite, which prepares every shape's
+// reference, takes over a minute.
 #include <benchmark/benchmark.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -46,7 +48,7 @@ __global__ void fill(T* x, std::int64_t n) {
 }
 
 template <class T>
-void run(benchmark::State& state, rss::Strategy strategy, std::int64_t rows, std::int64_t cols) {
+void run(benchmark::State& state, rss::Strategy strategy, std::int64_t rows, std::int64_t cols, bool statistics) {
   const std::int64_t n = rows * cols;
   T *x = nullptr, *y = nullptr;
   rss::RowStatistics* stats = nullptr;
@@ -65,7 +67,11 @@ void run(benchmark::State& state, rss::Strategy strategy, std::int64_t rows, std
     check(cudaMalloc(&workspace, bytes), "workspace");
     check(cudaMemsetAsync(workspace, 0, bytes, stream), "workspace");
   }
-  if (rss::ok(s)) s = op.initialize(strategy, x, y, stats, rss::Layout::contiguous(rows, cols), workspace, bytes, stream);
+  const rss::Layout layout = rss::Layout::contiguous(rows, cols);
+  if (rss::ok(s)) {
+    s = statistics ? op.initialize(strategy, x, y, stats, layout, workspace, bytes, stream)
+                   : op.initialize(strategy, x, y, layout, workspace, bytes, stream);
+  }
   if (!rss::ok(s)) {
     state.SkipWithError(rss::status_message(s));
   } else {
@@ -96,14 +102,18 @@ constexpr Shape shapes[] = {{1, 131072},   {8, 131072},  {64, 131072},  {32, 128
 
 template <class T>
 void register_type(const char* dtype) {
-  for (const Shape& s : shapes) {
-    for (const rss::Strategy strategy : {rss::Strategy::cluster_row, rss::Strategy::automatic}) {
-      const std::string name = std::string(dtype) + "/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/" +
-                               rss::strategy_name(strategy) + "_statistics";
-      benchmark::RegisterBenchmark(name.c_str(), [strategy, s](benchmark::State& state) { run<T>(state, strategy, s.rows, s.cols); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond)
-          ->MinTime(0.2);
+  for (const bool statistics : {false, true}) {
+    for (const Shape& s : shapes) {
+      for (const rss::Strategy strategy : {rss::Strategy::cluster_row, rss::Strategy::automatic}) {
+        const std::string name = std::string(dtype) + "/" + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
+                                 "/" + rss::strategy_name(strategy) + (statistics ? "_statistics" : "");
+        benchmark::RegisterBenchmark(name.c_str(), [strategy, s, statistics](benchmark::State& state) {
+          run<T>(state, strategy, s.rows, s.cols, statistics);
+        })
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(0.2);
+      }
     }
   }
 }

@@ -2,8 +2,8 @@
 # Before/after on one GPU: two builds of the benches (an earlier tree's and this one's) measured alternately
 # in one run, so that a refactoring or a kernel change is judged against the same GPU, clocks and inputs.
 # Each round runs the forward suite (rss_bench), the backward suite (rss_backward_bench) and, when asked, the
-# forward with row statistics (rss_forward_statistics_bench) of both trees, in the order A B in odd rounds and
-# B A in even ones; every run writes Google Benchmark's JSON.
+# light forward suite, with and without row statistics (rss_forward_statistics_bench), of both trees, in the
+# order A B in odd rounds and B A in even ones; every run writes Google Benchmark's JSON.
 #
 # Usage: bench/ab/run.sh OLD_DIR NEW_DIR OUT_DIR [ROUNDS] [FORWARD_FILTER] [BACKWARD_FILTER] [STATISTICS_FILTER]
 #   OLD_DIR, NEW_DIR  folders holding rss_bench, rss_backward_bench (and rss_forward_statistics_bench) of the two
@@ -11,7 +11,10 @@
 #   ROUNDS            rounds (default 3)
 #   FORWARD_FILTER    --benchmark_filter of the forward suite (default: cluster_row and automatic; - skips it)
 #   BACKWARD_FILTER   --benchmark_filter of the backward suite (default: cluster_row, both saved states; - skips it)
-#   STATISTICS_FILTER --benchmark_filter of the forward with statistics (default: - , skipped; . runs all of it)
+#   STATISTICS_FILTER --benchmark_filter of the light forward suite (default: - , skipped; . runs all of it;
+#                     '_statistics' the forward with statistics; '/cluster_row/' the plain forward's cluster_row).
+#                     It computes no reference, so a round takes seconds: for the plain forward prefer it to
+#                     FORWARD (rss_bench prepares every shape's reference, over a minute a tree and round)
 # Environment: AB_ARGS, more flags for both suites (e.g. --benchmark_repetitions=3: every repetition is a
 # sample); AB_FIRST_ROUND, the number of the first round (default 1; an even one starts with the new tree), so
 # that a later call adds rounds to an earlier one's folder.
