@@ -157,3 +157,17 @@ TEST_CASE("row_fit picks the cheapest instantiation the pointers allow", "[plann
   narrow.cols = 4001;  // not whole vectors
   CHECK(rss::row_fit({a, b}, {4096, 4096}, DType::fp32, narrow, true) == Fit::checked);
 }
+
+TEST_CASE("register budget: blocks per SM that hold threads x registers, from the occupancy model", "[planner][row_split]") {
+  // The forward row program's budgets (Elems + 32, at least 40) on 256 and 512 threads.
+  CHECK(rss::register_budget_blocks(256, 40) == 6);
+  CHECK(rss::register_budget_blocks(256, 48) == 5);
+  CHECK(rss::register_budget_blocks(256, 64) == 4);
+  CHECK(rss::register_budget_blocks(512, 40) == 3);
+  CHECK(rss::register_budget_blocks(512, 48) == 2);
+  CHECK(rss::register_budget_blocks(512, 64) == 2);
+  // Never fewer than one block, never more than the SM's 2048 threads allow.
+  CHECK(rss::register_budget_blocks(1024, 255) == 1);
+  CHECK(rss::register_budget_blocks(256, 8) == 8);
+  static_assert(rss::register_budget_blocks(256, 48) == 5, "usable in __launch_bounds__");
+}

@@ -21,8 +21,8 @@ constexpr std::size_t kModelSharedAllocUnit = 128;  // shared memory is granted 
 /// Returns 0 when one block cannot launch at all (too many threads or registers, shared_bytes above the
 /// opt-in limit). regs_per_thread == 0 means "no register limit".
 /// At run time use cudaOccupancyMaxActiveBlocksPerMultiprocessor instead.
-inline int modeled_blocks_per_sm(const DeviceInfo& d, int threads, int regs_per_thread,
-                                 std::size_t shared_bytes) noexcept {
+constexpr int modeled_blocks_per_sm(const DeviceInfo& d, int threads, int regs_per_thread,
+                                    std::size_t shared_bytes) noexcept {
   if (threads <= 0 || threads > detail::kModelMaxThreadsPerBlock) return 0;
   if (regs_per_thread < 0 || regs_per_thread > detail::kModelMaxRegsPerThread) return 0;
   if (shared_bytes > d.shared_per_block_optin) return 0;

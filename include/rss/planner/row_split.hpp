@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "rss/device_info.hpp"
+#include "rss/planner/occupancy_model.hpp"
 #include "rss/status.hpp"
 #include "rss/strategy.hpp"
 #include "rss/types.hpp"
@@ -106,12 +107,11 @@ constexpr R visit_config(int threads, int elems, R none, F&& f) {
   });
 }
 
-/// The blocks of `threads` that must share an SM for each thread to get at most `registers` registers (an
-/// SM's 65536, at most 2048 threads): what a kernel's __launch_bounds__ asks of ptxas for that budget.
+/// The blocks of `threads` that must share an SM for each thread to get at most `registers` registers: what a
+/// kernel's __launch_bounds__ asks of ptxas for that budget. The occupancy model's register and thread limits on
+/// Hopper's SM (65536 registers, 2048 threads: the same on every architecture rss compiles for).
 constexpr int register_budget_blocks(int threads, int registers) noexcept {
-  const int by_registers = 65536 / (threads * registers);
-  const int by_threads = 2048 / threads;
-  const int blocks = by_registers < by_threads ? by_registers : by_threads;
+  const int blocks = modeled_blocks_per_sm(h100_sxm_device_info(), threads, registers, 0);
   return blocks > 1 ? blocks : 1;
 }
 
