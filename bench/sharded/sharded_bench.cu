@@ -34,20 +34,12 @@
 #include <thread>
 #include <vector>
 
+#include "check.hpp"
 #include "rss/reference/cpu_reference.hpp"
 #include "rss/rss.cuh"
 #include "rss/sharded/sharded.cuh"
 
 namespace {
-
-#define BENCH_CUDA(call)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
 
 struct Options {
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{32, 128256}, {4096, 128256}, {64, 131072}, {1, 16777216}};
@@ -494,6 +486,7 @@ void bench_shape(const Options& o, std::int64_t rows, std::int64_t cols, const c
 }  // namespace
 
 int main(int argc, char** argv) {
+  rss_bench::program_name = "sharded_bench";
   const Options o = parse(argc, argv);
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1) {
