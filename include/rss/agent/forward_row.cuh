@@ -36,18 +36,26 @@ struct WriteStatistics {
   }
 };
 
+/// The forward's registers a thread for a share of `elems` in registers (ForwardRow's budget below).
+constexpr int forward_registers(int elems, Fit fit) noexcept {
+  const int registers = elems + (fit == Fit::checked ? 32 : 24);
+  return registers > 40 ? registers : 40;
+}
+
 template <class T, class Statistics>
 struct ForwardRow {
   using Element = T;
   using Rounds = detail::Rounds<RowStatsPartial, float>;
   using Params = ForwardParams<T>;
-  /// The register budget: Elems + 32 registers a thread (at least 40), so the row, its exponentials and the
-  /// statistics' run sums fit without spills, and as many blocks share an SM as that budget allows (at most
-  /// 2048 threads). Unbounded, ptxas gave fp32 512 x 32 `exact` 79 registers (one block per SM: 4096 x 32768
-  /// fp32 31% slower); a flat 64 cost the short rows their occupancy (bf16 256 x 16 `exact` 56 registers,
-  /// 4 blocks per SM instead of 5: 4096 x 4096 bf16 10% slower). Both in bench/NOTES.md.
-  template <int Threads, int Elems>
-  static constexpr int min_blocks_per_sm = register_budget_blocks(Threads, Elems + 32 > 40 ? Elems + 32 : 40);
+  /// The register budget: Elems + 24 registers a thread (at least 40) where a share needs no bounds tests,
+  /// Elems + 32 where it does, so the row, its exponentials and the statistics' run sums fit without spills,
+  /// and as many blocks share an SM as that budget allows (at most 2048 threads). Unbounded, ptxas gave fp32
+  /// 512 x 32 `exact` 79 registers (one block per SM: 4096 x 32768 fp32 31% slower); a flat 64 cost the
+  /// short rows their occupancy (bf16 256 x 16 `exact` 56 registers, 4 blocks per SM instead of 5: 4096 x
+  /// 4096 bf16 10% slower); 48 for x16 still cost fp16 256 x 16 `exact` its sixth block (4096 x 4096 fp16
+  /// 4.6% slower). All in bench/NOTES.md.
+  template <int Threads, int Elems, Fit F>
+  static constexpr int min_blocks_per_sm = register_budget_blocks(Threads, forward_registers(Elems, F));
 
   __device__ static const T* held_row(const Params& p, std::int64_t row) { return p.x + row * p.ld_x; }
 

@@ -9,7 +9,7 @@
 //     using Element;         the storage type   struct Params;              host-side state of the combine
 //     using Rounds;          values reduced     template <int Threads, class Rounds> class Combine;
 //     struct Params;         pointers, strides        begin_row(), all_reduce<I>(v, op), end_row(), finish()
-//     template <int Threads, int Elems>        template <int Threads>
+//     template <int Threads, int Elems, Fit>   template <int Threads>
 //     min_blocks_per_sm;     register budget    min_blocks_per_sm;          register budget (0: the program's)
 //     held_row(p, row)       the array a tile residence loads (the tile kernel only)
 //     row(p, row, begin, share, combine, leader)
@@ -65,13 +65,13 @@ struct BlockShare {
 /// The register budget of a register kernel (blocks of Threads that must share an SM): the scope's when it
 /// asks for one (its combine's registers are its own to count: the rank combine's flags and barrier need
 /// more than the program's budget leaves), else the program's.
-template <class Program, class Scope, int Threads, int Elems>
+template <class Program, class Scope, int Threads, int Elems, Fit F>
 inline constexpr int min_blocks_per_sm = Scope::template min_blocks_per_sm<Threads> > 0
                                              ? Scope::template min_blocks_per_sm<Threads>
-                                             : Program::template min_blocks_per_sm<Threads, Elems>;
+                                             : Program::template min_blocks_per_sm<Threads, Elems, F>;
 
 template <class Program, class Scope, int Threads, int Elems, Fit F>
-__global__ void __launch_bounds__(Threads, (min_blocks_per_sm<Program, Scope, Threads, Elems>))
+__global__ void __launch_bounds__(Threads, (min_blocks_per_sm<Program, Scope, Threads, Elems, F>))
     register_row_kernel(typename Program::Params p, typename Scope::Params scope, RowSplit s) {
 #if RSS_CLUSTER_DEVICE_CODE  // rss/sync/cluster_reduce.cuh: sm_90 and later
   using Combine = typename Scope::template Combine<Threads, typename Program::Rounds>;

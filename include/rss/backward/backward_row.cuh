@@ -64,7 +64,7 @@ struct BackwardRow {
   using Rounds = detail::Rounds<RowSums>;
   using Params = BackwardParams<T>;
   /// No bound: three arrays a thread (two with saved statistics) take what ptxas gives them (bench/NOTES.md).
-  template <int Threads, int Elems>
+  template <int Threads, int Elems, Fit>
   static constexpr int min_blocks_per_sm = 0;
 
   template <class Share, class Combine>
