@@ -7,6 +7,7 @@
 #include "rss/agent/cluster_combine.cuh"
 #include "rss/backward/layout.hpp"
 #include "rss/backward/row_sums.cuh"
+#include "rss/planner/row_split.hpp"
 #include "rss/storage.cuh"
 #include "rss/types.hpp"
 
