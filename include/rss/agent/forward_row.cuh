@@ -36,9 +36,13 @@ struct WriteStatistics {
   }
 };
 
-/// The forward's registers a thread for a share of `elems` in registers (ForwardRow's budget below).
-constexpr int forward_registers(int elems, Fit fit) noexcept {
-  const int registers = elems + (fit == Fit::checked ? 32 : 24);
+/// The forward's registers a thread for a share of `elems` in registers (ForwardRow's budget below). A share
+/// without bounds tests (`exact`, `vectors`) fits in elems + 24: x 16 at 40, 6 blocks of 256 or 3 of 512 per SM
+/// instead of 5 or 2, which measured faster for 16-bit storage and for 512 threads, but 2% slower for fp32 at
+/// 256 (4096 x 4096): that one keeps elems + 32, as bounds tests need (bench/NOTES.md).
+constexpr int forward_registers(int threads, int elems, Fit fit, int storage_bytes) noexcept {
+  const bool tight = fit != Fit::checked && (storage_bytes == 2 || threads >= 512);
+  const int registers = elems + (tight ? 24 : 32);
   return registers > 40 ? registers : 40;
 }
 
@@ -47,15 +51,14 @@ struct ForwardRow {
   using Element = T;
   using Rounds = detail::Rounds<RowStatsPartial, float>;
   using Params = ForwardParams<T>;
-  /// The register budget: Elems + 24 registers a thread (at least 40) where a share needs no bounds tests,
-  /// Elems + 32 where it does, so the row, its exponentials and the statistics' run sums fit without spills,
-  /// and as many blocks share an SM as that budget allows (at most 2048 threads). Unbounded, ptxas gave fp32
-  /// 512 x 32 `exact` 79 registers (one block per SM: 4096 x 32768 fp32 31% slower); a flat 64 cost the
-  /// short rows their occupancy (bf16 256 x 16 `exact` 56 registers, 4 blocks per SM instead of 5: 4096 x
-  /// 4096 bf16 10% slower); 48 for x16 still cost fp16 256 x 16 `exact` its sixth block (4096 x 4096 fp16
-  /// 4.6% slower). All in bench/NOTES.md.
+  /// The register budget (forward_registers): enough that the row, its exponentials and the statistics' run
+  /// sums fit without spills, and as many blocks share an SM as that allows (at most 2048 threads). Unbounded,
+  /// ptxas gave fp32 512 x 32 `exact` 79 registers (one block per SM: 4096 x 32768 fp32 31% slower); a flat 64
+  /// cost the short rows their occupancy (bf16 256 x 16 `exact` 56 registers, 4 blocks per SM instead of 5:
+  /// 4096 x 4096 bf16 10% slower); 48 for every x 16 cost fp16 256 x 16 `exact` its sixth block (4096 x 4096
+  /// fp16 4.6% slower). All in bench/NOTES.md.
   template <int Threads, int Elems, Fit F>
-  static constexpr int min_blocks_per_sm = register_budget_blocks(Threads, forward_registers(Elems, F));
+  static constexpr int min_blocks_per_sm = register_budget_blocks(Threads, forward_registers(Threads, Elems, F, sizeof(T)));
 
   __device__ static const T* held_row(const Params& p, std::int64_t row) { return p.x + row * p.ld_x; }
 
