@@ -29,6 +29,26 @@ def copy_headers():
                          "include/) or from an sdist that carries rss_torch/include")
 
 
+def torch_cxx_runtime():
+    """The shared C++ runtime (libstdc++.so.6) that torch's libraries run with, as a path to link against, or
+    None. Linked first, it defines every C++ library symbol the extension needs, so a compiler that would link
+    libstdc++ statically (Python's own build compiler may: sysconfig's CXX, which setuptools uses) has nothing
+    left to pull from its archive. A second, static C++ runtime in the process crashed it: on the H200 machine
+    (torch 2.11, 2026-12-02) the extension carried one, and formatting a number in an error message segfaulted
+    in that copy's std::ostream code."""
+    import torch  # noqa: F401  (its libraries, and the C++ runtime they need, are now mapped)
+
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith("libstdc++.so"):
+                    return path
+    except OSError:  # no /proc: leave the runtime to the compiler
+        pass
+    return None
+
+
 def extension():
     # torch is imported here, not at the top: `setup.py --help` and metadata queries work without it.
     from torch.utils.cpp_extension import BuildExtension, CUDAExtension
@@ -40,6 +60,7 @@ def extension():
         sources=[os.path.join(csrc, f) for f in ("ops.cpp", "fp32.cu", "bf16.cu", "fp16.cu")],
         include_dirs=[HEADERS, os.path.join(HERE, csrc)],
         extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3", "-std=c++17"]},
+        extra_link_args=[runtime] if (runtime := torch_cxx_runtime()) else [],
     )
     return [ext], {"build_ext": BuildExtension}
 
