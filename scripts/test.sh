@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds the tests and examples (not the bench),
 # and runs the tests. With a GPU it runs everything; without one it runs the CPU tests and says which
-# GPU tests (label gpu) were not run. RSS_BUILD_DIR picks the build folder (default build).
+# GPU tests (label gpu) were not run. Where python3 has torch with a GPU, it also builds the PyTorch package
+# (python/) and runs its tests; elsewhere it says why not. RSS_BUILD_DIR picks the build folder (default build).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh catch2
@@ -27,4 +28,19 @@ else
   echo "NOT RUN: the GPU tests (label gpu), because this machine has no GPU:"
   ctest --test-dir "$build" -N -L gpu | sed -n 's/^ *\(Test *#.*\)$/    \1/p'
   echo "On a machine with an NVIDIA GPU, scripts/test.sh runs them too."
+fi
+
+# The PyTorch package (python/): where python3 has torch and torch sees a GPU, this tree's package is built for
+# that GPU into the build folder (not into the environment) and its tests run against it.
+echo
+if ! python3 -c "import torch" >/dev/null 2>&1; then
+  echo "NOT RUN: the PyTorch package's tests (python/tests), because python3 has no torch."
+elif ! python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
+  echo "NOT RUN: the PyTorch package's tests (python/tests), because torch sees no CUDA device."
+else
+  site="$build/rss_torch_site"
+  arch=$(python3 -c "import torch; print('%d.%d' % torch.cuda.get_device_capability())")
+  TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-$arch}" python3 -m pip install --no-index --no-build-isolation \
+    --no-deps --upgrade --target "$site" ./python
+  PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q -rs -p no:cacheprovider python/tests
 fi

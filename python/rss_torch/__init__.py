@@ -5,18 +5,18 @@
     y.backward(dy)                               # calls rss's backward pass
 
 The C++/CUDA extension is built ahead of time (`pip install --no-build-isolation ./python`, setup.py), for the
-architectures of TORCH_CUDA_ARCH_LIST (default 8.0, 9.0, 10.0 and PTX). Its CUDA kernels are
-torch.ops.rss_cuda.forward_into/backward_into; this module registers two custom
-operators over them (their kernels check the inputs, then call the CUDA ones):
+architectures of TORCH_CUDA_ARCH_LIST (default 8.0, 9.0, 10.0 and PTX). It defines and implements two
+operators in C++, their CUDA kernels (input checks, output allocation, rss) and their autograd formula:
 
     torch.ops.rss.rms_scaled_softmax(Tensor x) -> (Tensor, Tensor)                          (y, stats)
     torch.ops.rss.rms_scaled_softmax_backward(Tensor x, Tensor stats, Tensor dy) -> Tensor   (dx)
 
 y and dx are contiguous, of x's shape and dtype; stats holds each row's statistics (max of x, inv_rms = r and
-the sum of exp(r (x - max))): float32, contiguous, of shape x.shape[:-1] + (3,), 12 bytes a row. With fake
-(meta) kernels for tracing and an autograd formula: the forward saves x and stats (not y, which need not be
-kept), the backward reads x, stats and dy and recomputes y (rows = all but the last dimension; strided rows
-are read in place, other layouts copied). rms_scaled_softmax(x) returns y only.
+the sum of exp(r (x - max))): float32, contiguous, of shape x.shape[:-1] + (3,), 12 bytes a row. The forward
+saves x and stats (not y, which need not be kept), the backward reads x, stats and dy and recomputes y (rows =
+all but the last dimension; strided rows are read in place, other layouts copied). This module loads the
+extension and registers the fake (meta) kernels that tracing (torch.compile) needs; rms_scaled_softmax(x)
+returns y only.
 """
 import glob
 import importlib.metadata
@@ -85,67 +85,27 @@ def _check_backward(x, stats, dy):
         raise ValueError(f"{op}: x and stats must be on the same device, got {x.device} and {stats.device}")
 
 
-def _raise_on(status, op):
-    if status != 0:
-        raise RuntimeError(f"{op}: rss returned '{torch.ops.rss_cuda.status_message(status)}'")
-
-
-# The public operators are Python custom ops whose kernels check their inputs, allocate the outputs and call the
-# C++/CUDA kernels (torch.ops.rss_cuda.*), which return a status instead of throwing. Wrong inputs therefore raise
-# Python exceptions: a C++ exception thrown from the extension's kernels (a failed TORCH_CHECK) crashed the process
-# with a segmentation fault under pytest with PyTorch 2.11 on the H200, whether the kernel was reached through the
-# autograd formula's redispatch or called directly.
-@torch.library.custom_op("rss::rms_scaled_softmax", mutates_args=())
-def _forward_op(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    _check(x)
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    stats = torch.empty(_stats_shape(x), dtype=torch.float32, device=x.device)
-    _raise_on(torch.ops.rss_cuda.forward_into(x, y, stats), "rss.rms_scaled_softmax")
-    return y, stats
-
-
-@_forward_op.register_fake
+# The fake kernels: shapes and dtypes for tracing, with the CUDA kernels' checks (the same exception types).
+@torch.library.register_fake("rss::rms_scaled_softmax")
 def _forward_fake(x):
     _check(x)
     return x.new_empty(x.shape), x.new_empty(_stats_shape(x), dtype=torch.float32)
 
 
-@torch.library.custom_op("rss::rms_scaled_softmax_backward", mutates_args=())
-def _backward_op(x: torch.Tensor, stats: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
-    _check_backward(x, stats, dy)
-    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    _raise_on(torch.ops.rss_cuda.backward_into(x, stats, dy, dx), "rss.rms_scaled_softmax_backward")
-    return dx
-
-
-@_backward_op.register_fake
+@torch.library.register_fake("rss::rms_scaled_softmax_backward")
 def _backward_fake(x, stats, dy):
     _check_backward(x, stats, dy)
     return x.new_empty(x.shape)
 
 
-# Saved for the backward: x and the statistics (12 bytes a row), not y. The backward recomputes y from them,
-# reading x and dy (3 N of traffic with dx) instead of x, y and dy (4 N).
-def _setup_context(ctx, inputs, output):
-    (x,) = inputs
-    _, stats = output
-    ctx.mark_non_differentiable(stats)
-    ctx.save_for_backward(x, stats)
-
-
-def _backward(ctx, dy, _dstats):
-    x, stats = ctx.saved_tensors
-    return _backward_op(x, stats, dy.to(x.dtype))
-
-
-_forward_op.register_autograd(_backward, setup_context=_setup_context)
+_forward = torch.ops.rss.rms_scaled_softmax.default  # the overload itself: one lookup less per call
 
 
 def rms_scaled_softmax(x):
     """y = rms_scaled_softmax(x) over the last dimension (rows = all others), differentiable."""
-    _check(x)  # before the operator's schema sees x (a list would fail there with a RuntimeError)
-    y, _ = _forward_op(x)
-    return y
+    if not isinstance(x, torch.Tensor):  # the schema would say it with a RuntimeError
+        raise TypeError(f"rss.rms_scaled_softmax: x must be a torch.Tensor, got {type(x).__name__}")
+    return _forward(x)[0]
 
 
 class RmsScaledSoftmax(torch.nn.Module):

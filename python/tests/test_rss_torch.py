@@ -1,7 +1,8 @@
 """pytest tests of the PyTorch operator (rss_torch): forward, the row statistics it saves and the backward
 (from x, the statistics and dy) against the composed torch expression in float64, strided and batched tensors,
-torch.compile(fullgraph=True), CUDA Graph capture and replay, and the errors wrong inputs give. Without torch or
-without a CUDA device every test is skipped and says why.
+torch.compile(fullgraph=True), CUDA Graph capture and replay, torch.library.opcheck on both operators, and how
+the calls are made (autograd in C++, the inference path, the bounded plan cache). The errors wrong inputs give are
+in test_errors.py. Without torch or without a CUDA device every test is skipped and says why.
 
     pip install --no-build-isolation "./python[test]"      # once: builds the extension
     python3 -m pytest -v python/tests
@@ -334,75 +335,102 @@ def test_cuda_graph_capture_and_replay():
         check_backward(dx_static, x, dy)
 
 
-def test_opcheck_schemas_fake_kernels_and_autograd_registration():
-    x = make_input((4, 1000), torch.float32)
+OPCHECK_CASES = {
+    "fp32 2-D": ((4, 1000), torch.float32, None),
+    "bf16 3-D": ((2, 3, 777), torch.bfloat16, None),
+    "fp16 strided rows": ((5, 1100), torch.float16, (slice(None), slice(50, 1049))),
+    "fp32 long rows": ((2, 65536), torch.float32, None),
+}
+
+
+@pytest.mark.parametrize("case", OPCHECK_CASES.keys())
+def test_opcheck_forward(case):
+    """Schema, fake kernel against the CUDA kernel, autograd registration and AOT dispatch (static and dynamic
+    shapes) of rss::rms_scaled_softmax, with and without a gradient wanted."""
+    shape, dtype, view = OPCHECK_CASES[case]
+    x = make_input(shape, dtype)
+    if view is not None:
+        x = x[view]
     torch.library.opcheck(torch.ops.rss.rms_scaled_softmax.default, (x,))
-    torch.library.opcheck(torch.ops.rss.rms_scaled_softmax.default, (x.clone().requires_grad_(True),))
+    torch.library.opcheck(torch.ops.rss.rms_scaled_softmax.default, (x.detach().clone().requires_grad_(True),))
+
+
+@pytest.mark.parametrize("case", OPCHECK_CASES.keys())
+def test_opcheck_backward(case):
+    shape, dtype, view = OPCHECK_CASES[case]
+    x = make_input(shape, dtype)
+    if view is not None:
+        x = x[view]
     _, stats = torch.ops.rss.rms_scaled_softmax(x)
-    dy = make_grad((4, 1000), torch.float32)
+    dy = make_grad(tuple(x.shape), dtype)
     torch.library.opcheck(torch.ops.rss.rms_scaled_softmax_backward.default, (x, stats, dy))
+    dy_columns = dy.transpose(-1, -2).contiguous().transpose(-1, -2)  # a layout the kernel copies first
+    torch.library.opcheck(torch.ops.rss.rms_scaled_softmax_backward.default, (x, stats, dy_columns))
 
 
-def test_wrong_inputs_give_clear_errors():
-    with pytest.raises(ValueError, match="must be a CUDA tensor"):
-        rss_torch.rms_scaled_softmax(torch.ones(2, 3))
-    with pytest.raises(TypeError, match="float32, bfloat16 or float16"):
-        rss_torch.rms_scaled_softmax(torch.ones(2, 3, device="cuda", dtype=torch.float64))
-    with pytest.raises(TypeError, match="float32, bfloat16 or float16"):
-        rss_torch.rms_scaled_softmax(torch.ones(2, 3, device="cuda", dtype=torch.int32))
-    with pytest.raises(ValueError, match="at least 2 dimensions"):
-        rss_torch.rms_scaled_softmax(torch.ones(5, device="cuda"))
-    with pytest.raises(TypeError, match="must be a torch.Tensor"):
-        rss_torch.rms_scaled_softmax([1.0, 2.0])
-    # The operators themselves, called without the Python wrapper: their kernels check first and raise the same
-    # Python exceptions (no C++ exception crosses PyTorch's autograd redispatch).
-    with pytest.raises(ValueError, match="must be a CUDA tensor"):
-        torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3))
-    with pytest.raises(ValueError, match="must be a CUDA tensor"):
-        torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3, requires_grad=True))
-    with pytest.raises(ValueError, match="must be a CUDA tensor"):
-        torch.ops.rss.rms_scaled_softmax_backward(torch.ones(2, 3), torch.ones(2, 3), torch.ones(2, 3))
-    with pytest.raises(ValueError, match="at least 2 dimensions"):
-        torch.ops.rss.rms_scaled_softmax(torch.ones(5, device="cuda"))
-    with pytest.raises(TypeError, match="float32, bfloat16 or float16"):
-        torch.ops.rss.rms_scaled_softmax(torch.ones(2, 3, device="cuda", dtype=torch.float64))
-    x = torch.ones(2, 5, device="cuda")
+def test_torch_compile_fullgraph_of_the_operators_with_dynamic_shapes():
+    """The operators themselves in a compiled function (their fake kernels with symbolic shapes), forward and
+    backward, against eager calls of the same operators."""
+    def f(x):
+        y, stats = torch.ops.rss.rms_scaled_softmax(x)
+        return y * 2, stats
+
+    compiled = torch.compile(f, fullgraph=True, dynamic=True)
+    for rows, cols in ((4, 300), (7, 513), (3, 4096)):
+        x = make_input((rows, cols), torch.bfloat16).requires_grad_(True)
+        y, stats = compiled(x)
+        y_eager, stats_eager = torch.ops.rss.rms_scaled_softmax(x.detach())
+        torch.testing.assert_close(y, y_eager * 2)
+        torch.testing.assert_close(stats, stats_eager)
+        dy = make_grad((rows, cols), torch.bfloat16)
+        (dx,) = torch.autograd.grad(y, x, dy)
+        check_backward(dx, x, 2 * dy)
+
+
+def test_autograd_is_a_cpp_node_and_stats_are_not_differentiable():
+    """One eager forward + backward runs without Python: the autograd node is the extension's C++ Function."""
+    x = make_input((3, 500), torch.float32).requires_grad_(True)
     y, stats = torch.ops.rss.rms_scaled_softmax(x)
-    with pytest.raises(ValueError, match="same shape"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, stats, torch.ones(2, 4, device="cuda"))
-    with pytest.raises(TypeError, match="same dtype"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, stats, x.half())
-    # Wrong statistics: the backward's checks name them before any CUDA kernel runs.
-    with pytest.raises(TypeError, match="stats must be float32"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, stats.double(), x)
-    with pytest.raises(TypeError, match="stats must be float32"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, stats.half(), x)
-    with pytest.raises(ValueError, match=r"stats must have shape x.shape\[:-1\] \+ \(3,\) = \(2, 3\)"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, torch.zeros(2, 4, device="cuda"), x)
-    with pytest.raises(ValueError, match="stats must have shape"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, y, x)  # y in place of the statistics
-    with pytest.raises(ValueError, match="stats must have shape"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, stats.reshape(6), x)
-    x3 = torch.ones(2, 3, 5, device="cuda")
-    with pytest.raises(ValueError, match=r"stats must have shape .* = \(2, 3, 3\)"):
-        torch.ops.rss.rms_scaled_softmax_backward(x3, torch.zeros(6, 3, device="cuda"), x3)  # rows flattened
-    with pytest.raises(ValueError, match="stats must be a CUDA tensor"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, stats.cpu(), x)
-    with pytest.raises(ValueError, match="stats must be contiguous"):
-        torch.ops.rss.rms_scaled_softmax_backward(x, torch.zeros(3, 2, device="cuda").t(), x)
-    # The CUDA kernels under them repeat the checks for direct callers and answer with a status, never throwing.
-    out = torch.empty(5, device="cuda")
-    assert torch.ops.rss_cuda.forward_into(torch.ones(5, device="cuda"), out, torch.empty(3, device="cuda")) == -1
-    assert "invalid tensors" in torch.ops.rss_cuda.status_message(-1)
-    y = torch.empty_like(x)
-    assert torch.ops.rss_cuda.forward_into(x, y, torch.empty(2, 3, device="cuda", dtype=torch.float64)) == -1
-    assert torch.ops.rss_cuda.forward_into(x, y, torch.empty(2, 4, device="cuda")) == -1
-    assert torch.ops.rss_cuda.forward_into(x, y, torch.empty(2, 3)) == -1
-    assert torch.ops.rss_cuda.forward_into(x, y, torch.empty(2, 3, device="cuda")) == 0
-    dx = torch.empty_like(x)
-    assert torch.ops.rss_cuda.backward_into(x, stats, torch.ones(2, 4, device="cuda"), dx) == -1
-    assert torch.ops.rss_cuda.backward_into(x, stats.double(), x, dx) == -1
-    assert torch.ops.rss_cuda.backward_into(x, stats.reshape(6), x, dx) == -1
-    assert torch.ops.rss_cuda.backward_into(x, torch.zeros(3, 2, device="cuda").t(), x, dx) == -1
-    assert torch.ops.rss_cuda.backward_into(x, stats, x, dx) == 0
-    assert torch.ops.rss_cuda.status_message(0) == "success"
+    name = y.grad_fn.name()  # torch::autograd::CppNode<(anonymous namespace)::RmsScaledSoftmax>
+    assert "CppNode" in name and "RmsScaledSoftmax" in name, name
+    assert not stats.requires_grad and stats.grad_fn is None
+    y2 = rss_torch.rms_scaled_softmax(x)
+    assert y2.grad_fn.name() == y.grad_fn.name()
+
+
+def test_inference_calls_record_no_graph():
+    x = make_input((3, 500), torch.float32)
+    y, stats = torch.ops.rss.rms_scaled_softmax(x)
+    assert y.grad_fn is None and not y.requires_grad
+    with torch.no_grad():
+        y = rss_torch.rms_scaled_softmax(x.requires_grad_(True))
+    assert y.grad_fn is None and not y.requires_grad
+    check_forward(y, x.detach())
+    with torch.inference_mode():
+        y = rss_torch.rms_scaled_softmax(make_input((3, 500), torch.bfloat16))
+    check_forward(y, make_input((3, 500), torch.bfloat16))
+
+
+def test_forward_mode_ad_is_refused_not_dropped():
+    """The C++ Function has no JVP: a dual tensor must raise, never return y without its tangent."""
+    import torch.autograd.forward_ad as fwAD
+
+    x = make_input((2, 100), torch.float32)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.ones_like(x))
+        with pytest.raises(RuntimeError, match="jvp"):
+            rss_torch.rms_scaled_softmax(dual)
+
+
+def test_plan_cache_is_bounded_and_plans_again_after_eviction():
+    """More layouts than the extension keeps (512 per type and direction), twice: the second pass finds the
+    earliest layouts evicted and plans them again, with correct results throughout."""
+    for _ in range(2):
+        for cols in range(1, 530):
+            x = make_input((2, cols), torch.float32).requires_grad_(True)
+            y = rss_torch.rms_scaled_softmax(x)
+            dy = make_grad((2, cols), torch.float32)
+            (dx,) = torch.autograd.grad(y, x, dy)
+            if cols < 5 or cols % 64 == 0:
+                check_forward(y, x.detach())
+                check_backward(dx, x, dy)

@@ -3,8 +3,11 @@
 // A framework hands over fresh tensors on every call, so nothing is planned per call: each direction keeps
 // one planned operator per device and layout (rss::Operator, rss::BackwardOperator), made on the layout's
 // first call and rebound to each later call's tensors (validation and a cached kernel choice, no automatic,
-// no device query). The first call asks for automatic; the operator is then planned again for the
-// concrete strategy automatic picked, so later calls size their workspace for that strategy alone.
+// no device query), with the workspace size it needs. The first call asks for automatic; the operator is
+// then planned again for the concrete strategy automatic picked, so later calls size their workspace for
+// that strategy alone (0 bytes for most picks: no workspace is allocated then).
+// Nothing here throws (ops.cpp turns the codes into exceptions): the entry points catch what the standard
+// library could throw (allocation) and answer kHostFailure.
 #pragma once
 #include <map>
 #include <memory>
@@ -18,44 +21,79 @@
 namespace rss_torch {
 
 /// Planned operators of one kind, one per (device, layout), and the strategy each shape runs once picked.
+/// Bounded: a model with many shapes (dynamic sequence lengths) would otherwise grow it without limit; an
+/// evicted layout is planned again when it comes back.
 template <class Op, class Strategy>
 struct OperatorCache {
+  static constexpr std::size_t kMaxEntries = 512;
   using ShapeKey = std::tuple<int, std::int64_t, std::int64_t>;  // device, rows, cols
   // device, rows, cols and the leading dimensions of the matrices the call reads and writes
   using LayoutKey = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+  struct Planned {
+    std::unique_ptr<Op> op;
+    std::size_t workspace = 0;  // what the planned strategy needs
+  };
 
   std::map<ShapeKey, Strategy> picks;
-  std::map<LayoutKey, std::unique_ptr<Op>> ops;
+  std::map<LayoutKey, Planned> ops;
 
-  Strategy strategy_for(int device, std::int64_t rows, std::int64_t cols, Strategy automatic) const {
-    const auto it = picks.find({device, rows, cols});
+  static ShapeKey shape_of(const LayoutKey& key) { return {std::get<0>(key), std::get<1>(key), std::get<2>(key)}; }
+
+  Strategy strategy_for(const ShapeKey& shape, Strategy automatic) const {
+    const auto it = picks.find(shape);
     return it == picks.end() ? automatic : it->second;
+  }
+
+  /// The workspace bytes of a call of this layout: the planned operator's, else those of the strategy its
+  /// first call will ask for (query(strategy, &bytes): for automatic, its pick's and its fallback's).
+  template <class Query>
+  rss::Status workspace(const LayoutKey& key, Strategy automatic, Query&& query, std::size_t* bytes) const {
+    const auto it = ops.find(key);
+    if (it != ops.end()) {
+      *bytes = it->second.workspace;
+      return rss::Status::success;
+    }
+    return query(strategy_for(shape_of(key), automatic), bytes);
   }
 
   /// Runs the call: initialize(op, strategy) plans a new layout (asked for automatic first, then for its
   /// pick), rebind(op) moves a planned one to this call's tensors.
-  template <class Initialize, class Rebind>
-  rss::Status run(const LayoutKey& key, Strategy automatic, Initialize&& initialize, Rebind&& rebind, cudaStream_t stream) {
-    const ShapeKey shape{std::get<0>(key), std::get<1>(key), std::get<2>(key)};
-    auto& op = ops[key];
-    if (op == nullptr) {
-      auto fresh = std::make_unique<Op>();
-      const Strategy requested = strategy_for(std::get<0>(key), std::get<1>(key), std::get<2>(key), automatic);
-      rss::Status s = initialize(*fresh, requested);
-      // Ask for the pick itself: automatic keeps its fallback's workspace too.
-      if (rss::ok(s) && requested == automatic) s = initialize(*fresh, fresh->strategy());
-      if (!rss::ok(s)) {
-        ops.erase(key);
-        return s;
-      }
-      picks[shape] = fresh->strategy();
-      op = std::move(fresh);
-    } else {
-      RSS_TRY(rebind(*op));
+  template <class Initialize, class Rebind, class Query>
+  rss::Status run(const LayoutKey& key, Strategy automatic, Initialize&& initialize, Rebind&& rebind, Query&& query,
+                  cudaStream_t stream) {
+    auto it = ops.find(key);
+    if (it != ops.end()) {
+      RSS_TRY(rebind(*it->second.op));
+      return it->second.op->run(stream);
     }
-    return op->run(stream);
+    const ShapeKey shape = shape_of(key);
+    auto fresh = std::make_unique<Op>();
+    const Strategy requested = strategy_for(shape, automatic);
+    // Ask for the pick itself: automatic keeps its fallback's workspace too.
+    RSS_TRY(initialize(*fresh, requested));
+    if (requested == automatic) RSS_TRY(initialize(*fresh, fresh->strategy()));
+    std::size_t bytes = 0;
+    RSS_TRY(query(fresh->strategy(), &bytes));
+    if (ops.size() >= kMaxEntries) ops.erase(ops.begin());
+    if (picks.size() >= kMaxEntries && picks.count(shape) == 0) picks.erase(picks.begin());
+    picks[shape] = fresh->strategy();
+    Planned& planned = ops[key];
+    planned.op = std::move(fresh);
+    planned.workspace = bytes;
+    return planned.op->run(stream);
   }
 };
+
+/// An entry point's body without exceptions: what the standard library may throw (std::bad_alloc from the
+/// caches, std::system_error from the mutex) becomes kHostFailure.
+template <class Body>
+int guarded(Body&& body) noexcept {
+  try {
+    return static_cast<int>(body());
+  } catch (...) {
+    return kHostFailure;
+  }
+}
 
 template <class T>
 struct Impl {
@@ -72,43 +110,67 @@ struct Impl {
     return cache;
   }
 
-  static int forward_workspace(int device, std::int64_t rows, std::int64_t cols, std::size_t* bytes) {
-    std::lock_guard<std::mutex> lock(mutex());
-    const rss::Strategy s = forward_ops().strategy_for(device, rows, cols, rss::Strategy::automatic);
-    return static_cast<int>(rss::workspace_bytes<T>(s, rows, cols, bytes));
+  static typename OperatorCache<rss::Operator<T>, rss::Strategy>::LayoutKey forward_key(int device, const Matrices& m) {
+    return {device, m.rows, m.cols, m.ld_x, m.ld_out, 0};
+  }
+  static typename OperatorCache<rss::BackwardOperator<T>, rss::BackwardStrategy>::LayoutKey backward_key(
+      int device, const Matrices& m) {
+    return {device, m.rows, m.cols, m.ld_x, m.ld_dy, m.ld_out};
   }
 
-  static int forward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex());
-    const rss::Layout layout{m.rows, m.cols, m.ld_x, m.ld_out};
-    const T* x = static_cast<const T*>(m.x);
-    T* y = static_cast<T*>(m.out);
-    auto* stats = static_cast<rss::RowStatistics*>(m.stats);
-    return static_cast<int>(forward_ops().run(
-        {device, m.rows, m.cols, m.ld_x, m.ld_out, 0}, rss::Strategy::automatic,
-        [&](rss::Operator<T>& op, rss::Strategy s) { return op.initialize(s, x, y, stats, layout, workspace, bytes, stream); },
-        [&](rss::Operator<T>& op) { return op.rebind(x, y, stats, workspace, bytes, stream); }, stream));
+  static int forward_workspace(int device, const Matrices& m, std::size_t* bytes) noexcept {
+    return guarded([&] {
+      std::lock_guard<std::mutex> lock(mutex());
+      return forward_ops().workspace(
+          forward_key(device, m), rss::Strategy::automatic,
+          [&](rss::Strategy s, std::size_t* b) { return rss::workspace_bytes<T>(s, m.rows, m.cols, b); }, bytes);
+    });
   }
 
-  static int backward_workspace(int device, std::int64_t rows, std::int64_t cols, std::size_t* bytes) {
-    std::lock_guard<std::mutex> lock(mutex());
-    const rss::BackwardStrategy s = backward_ops().strategy_for(device, rows, cols, rss::BackwardStrategy::automatic);
-    return static_cast<int>(rss::backward_workspace_bytes<T>(s, rows, cols, bytes));
+  static int forward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream) noexcept {
+    return guarded([&] {
+      std::lock_guard<std::mutex> lock(mutex());
+      const rss::Layout layout{m.rows, m.cols, m.ld_x, m.ld_out};
+      const T* x = static_cast<const T*>(m.x);
+      T* y = static_cast<T*>(m.out);
+      auto* stats = static_cast<rss::RowStatistics*>(m.stats);
+      return forward_ops().run(
+          forward_key(device, m), rss::Strategy::automatic,
+          [&](rss::Operator<T>& op, rss::Strategy s) {
+            return op.initialize(s, x, y, stats, layout, workspace, bytes, stream);
+          },
+          [&](rss::Operator<T>& op) { return op.rebind(x, y, stats, workspace, bytes, stream); },
+          [&](rss::Strategy s, std::size_t* b) { return rss::workspace_bytes<T>(s, m.rows, m.cols, b); }, stream);
+    });
   }
 
-  static int backward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex());
-    const rss::BackwardLayout layout{m.rows, m.cols, m.ld_x, m.cols, m.ld_dy, m.ld_out};  // ld_y: no y is read
-    const T* x = static_cast<const T*>(m.x);
-    const auto* stats = static_cast<const rss::RowStatistics*>(m.stats);
-    const T* dy = static_cast<const T*>(m.dy);
-    T* dx = static_cast<T*>(m.out);
-    return static_cast<int>(backward_ops().run(
-        {device, m.rows, m.cols, m.ld_x, m.ld_dy, m.ld_out}, rss::BackwardStrategy::automatic,
-        [&](rss::BackwardOperator<T>& op, rss::BackwardStrategy s) {
-          return op.initialize_saved(s, x, stats, dy, dx, layout, workspace, bytes, stream);
-        },
-        [&](rss::BackwardOperator<T>& op) { return op.rebind_saved(x, stats, dy, dx, workspace, bytes, stream); }, stream));
+  static int backward_workspace(int device, const Matrices& m, std::size_t* bytes) noexcept {
+    return guarded([&] {
+      std::lock_guard<std::mutex> lock(mutex());
+      return backward_ops().workspace(
+          backward_key(device, m), rss::BackwardStrategy::automatic,
+          [&](rss::BackwardStrategy s, std::size_t* b) { return rss::backward_workspace_bytes<T>(s, m.rows, m.cols, b); },
+          bytes);
+    });
+  }
+
+  static int backward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream) noexcept {
+    return guarded([&] {
+      std::lock_guard<std::mutex> lock(mutex());
+      const rss::BackwardLayout layout{m.rows, m.cols, m.ld_x, m.cols, m.ld_dy, m.ld_out};  // ld_y: no y is read
+      const T* x = static_cast<const T*>(m.x);
+      const auto* stats = static_cast<const rss::RowStatistics*>(m.stats);
+      const T* dy = static_cast<const T*>(m.dy);
+      T* dx = static_cast<T*>(m.out);
+      return backward_ops().run(
+          backward_key(device, m), rss::BackwardStrategy::automatic,
+          [&](rss::BackwardOperator<T>& op, rss::BackwardStrategy s) {
+            return op.initialize_saved(s, x, stats, dy, dx, layout, workspace, bytes, stream);
+          },
+          [&](rss::BackwardOperator<T>& op) { return op.rebind_saved(x, stats, dy, dx, workspace, bytes, stream); },
+          [&](rss::BackwardStrategy s, std::size_t* b) { return rss::backward_workspace_bytes<T>(s, m.rows, m.cols, b); },
+          stream);
+    });
   }
 };
 
@@ -116,14 +178,14 @@ struct Impl {
 
 #define RSS_TORCH_DEFINE(NAME, T)                                                                               \
   namespace rss_torch {                                                                                         \
-  int NAME##_forward_workspace(int device, std::int64_t rows, std::int64_t cols, std::size_t* bytes) {          \
-    return Impl<T>::forward_workspace(device, rows, cols, bytes);                                               \
+  int NAME##_forward_workspace(int device, const Matrices& m, std::size_t* bytes) {                             \
+    return Impl<T>::forward_workspace(device, m, bytes);                                                        \
   }                                                                                                             \
   int NAME##_forward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream) {  \
     return Impl<T>::forward(device, m, workspace, bytes, stream);                                               \
   }                                                                                                             \
-  int NAME##_backward_workspace(int device, std::int64_t rows, std::int64_t cols, std::size_t* bytes) {         \
-    return Impl<T>::backward_workspace(device, rows, cols, bytes);                                              \
+  int NAME##_backward_workspace(int device, const Matrices& m, std::size_t* bytes) {                            \
+    return Impl<T>::backward_workspace(device, m, bytes);                                                       \
   }                                                                                                             \
   int NAME##_backward(int device, const Matrices& m, void* workspace, std::size_t bytes, cudaStream_t stream) { \
     return Impl<T>::backward(device, m, workspace, bytes, stream);                                              \

@@ -1,18 +1,32 @@
-// The CUDA side of the PyTorch operators rss::rms_scaled_softmax(x) -> (y, stats) and
-// rss::rms_scaled_softmax_backward(x, stats, dy) -> dx: torch.ops.rss_cuda.forward_into/backward_into over rss
-// (kernels.h), returning a status code. stats holds each row's rss::RowStatistics (max, inv_rms, sum) as float32,
-// x.shape[:-1] + (3,), contiguous. The public operators, their fake (meta) kernels and the autograd formula are
-// defined in Python (rss_torch/__init__.py).
+// The PyTorch operators, defined and implemented here:
+//
+//   rss::rms_scaled_softmax(Tensor x) -> (Tensor y, Tensor stats)
+//   rss::rms_scaled_softmax_backward(Tensor x, Tensor stats, Tensor dy) -> Tensor dx
+//
+// stats holds each row's rss::RowStatistics (max, inv_rms, sum) as float32, x.shape[:-1] + (3,), contiguous.
+// CUDA kernels check the inputs, allocate the outputs and call rss (kernels.h); the autograd kernel is a C++
+// torch::autograd::Function that saves x and stats (not y) and calls the backward operator, so an eager
+// forward + backward is a few dispatcher hops with no Python in them. The fake kernels (for torch.compile)
+// are registered from Python (rss_torch/__init__.py, the module named by set_python_module).
+//
+// Every exception is thrown here, in code the host compiler builds, as a torch error that reaches Python
+// with its type (TORCH_CHECK_TYPE: TypeError, TORCH_CHECK_VALUE: ValueError, TORCH_CHECK: RuntimeError); the
+// .cu side only returns codes. A CPU kernel exists only to refuse CPU tensors with the same ValueError.
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/util/SmallVector.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include <cstdint>
+#include <sstream>
 #include <string>
-#include <vector>
+#include <tuple>
 
 #include "kernels.h"
+#include "rss/status.hpp"
 #include "rss/types.hpp"
 
 // A row of the float32 stats tensor is one rss::RowStatistics.
@@ -20,6 +34,56 @@ static_assert(sizeof(rss::RowStatistics) == 3 * sizeof(float) && alignof(rss::Ro
               "rss::RowStatistics is three floats");
 
 namespace {
+
+constexpr const char* kForward = "rss.rms_scaled_softmax";
+constexpr const char* kBackward = "rss.rms_scaled_softmax_backward";
+constexpr const char* kStatsAre = "the row statistics rss.rms_scaled_softmax returned with y";
+
+/// A shape as Python writes a tuple: (2, 3), (5,).
+std::string tuple_of(c10::IntArrayRef sizes) {
+  std::ostringstream out;
+  out << '(';
+  for (std::size_t i = 0; i < sizes.size(); ++i) out << (i ? ", " : "") << sizes[i];
+  out << (sizes.size() == 1 ? ",)" : ")");
+  return out.str();
+}
+
+void check_input(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK_VALUE(t.is_cuda(), op, ": ", name, " must be a CUDA tensor, got a tensor on ", t.device());
+  const auto type = t.scalar_type();
+  TORCH_CHECK_TYPE(type == at::kFloat || type == at::kBFloat16 || type == at::kHalf, op, ": ", name,
+                   " must be float32, bfloat16 or float16, got ", type);
+  TORCH_CHECK_VALUE(t.dim() >= 2, op, ": ", name, " must have at least 2 dimensions (rows = all but the last), got a ",
+                    t.dim(), "-D tensor; use x.unsqueeze(0) for a single row");
+}
+
+c10::SmallVector<std::int64_t, 8> stats_shape(const at::Tensor& x) {
+  c10::SmallVector<std::int64_t, 8> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = 3;
+  return shape;
+}
+
+void check_backward(const at::Tensor& x, const at::Tensor& stats, const at::Tensor& dy) {
+  check_input(x, kBackward, "x");
+  check_input(dy, kBackward, "dy");
+  TORCH_CHECK_VALUE(x.sizes() == dy.sizes(), kBackward, ": x and dy must have the same shape, got ",
+                    tuple_of(x.sizes()), " and ", tuple_of(dy.sizes()));
+  TORCH_CHECK_TYPE(x.scalar_type() == dy.scalar_type(), kBackward, ": x and dy must have the same dtype, got ",
+                   x.scalar_type(), " and ", dy.scalar_type());
+  TORCH_CHECK_VALUE(x.device() == dy.device(), kBackward, ": x and dy must be on the same device, got ", x.device(),
+                    " and ", dy.device());
+  TORCH_CHECK_VALUE(stats.is_cuda(), kBackward, ": stats must be a CUDA tensor (", kStatsAre, "), got a tensor on ",
+                    stats.device());
+  TORCH_CHECK_TYPE(stats.scalar_type() == at::kFloat, kBackward, ": stats must be float32 (", kStatsAre, "), got ",
+                   stats.scalar_type());
+  const auto want = stats_shape(x);
+  TORCH_CHECK_VALUE(stats.sizes() == c10::IntArrayRef(want), kBackward,
+                    ": stats must have shape x.shape[:-1] + (3,) = ", tuple_of(want), " (", kStatsAre, "), got ",
+                    tuple_of(stats.sizes()));
+  TORCH_CHECK_VALUE(stats.is_contiguous(), kBackward, ": stats must be contiguous (", kStatsAre, ")");
+  TORCH_CHECK_VALUE(stats.device() == x.device(), kBackward, ": x and stats must be on the same device, got ",
+                    x.device(), " and ", stats.device());
+}
 
 /// A tensor seen as rows x cols with unit stride along the last dimension and one stride `ld` >= cols
 /// between consecutive rows (rows = the product of all but the last dimension).
@@ -35,118 +99,147 @@ RowView as_rows(const at::Tensor& t) {
   const std::int64_t cols = t.size(-1);
   const std::int64_t rows = cols == 0 ? 0 : t.numel() / cols;
   bool direct = cols <= 1 || t.stride(-1) == 1;
-  std::vector<std::int64_t> outer;  // leading dimensions of more than one element, outermost first
-  for (std::int64_t d = 0; d + 1 < t.dim(); ++d)
-    if (t.size(d) != 1) outer.push_back(d);
-  const std::int64_t ld = outer.empty() ? cols : t.stride(outer.back());
-  for (std::size_t i = 0; direct && i + 1 < outer.size(); ++i)  // each steps over whole runs of the next
-    direct = t.stride(outer[i]) == t.stride(outer[i + 1]) * t.size(outer[i + 1]);
+  std::int64_t inner = -1;  // the innermost leading dimension of more than one element
+  std::int64_t ld = cols;
+  for (std::int64_t d = t.dim() - 2; d >= 0 && direct; --d) {
+    if (t.size(d) == 1) continue;
+    if (inner < 0) {
+      ld = t.stride(d);
+    } else {
+      direct = t.stride(d) == t.stride(inner) * t.size(inner);  // steps over whole runs of the next
+    }
+    inner = d;
+  }
   if (direct && ld >= cols) return {t, rows, cols, ld};
   return {t.contiguous(), rows, cols, cols};
 }
 
-// Status codes of the rss_cuda operators: 0 success, an rss::Status (positive), or kInvalidTensor. The operators
-// report problems by returning a code, never by throwing: a C++ exception thrown out of this extension's operator
-// kernels (a failed TORCH_CHECK) ended in a segmentation fault under pytest with PyTorch 2.11 on the H200, so the
-// Python side raises instead (rss_torch/__init__.py), after checking the inputs itself.
-constexpr std::int64_t kInvalidTensor = -1;
-
-bool valid_input(const at::Tensor& t) {
-  return t.is_cuda() && t.dim() >= 2 &&
-         (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
-}
-
-/// The row statistics of x: float32, x.shape[:-1] + (3,), contiguous (rss::RowStatistics in row order), on x's
-/// device. sizes()[d] rather than size(d): nothing here may throw.
-bool valid_stats(const at::Tensor& stats, const at::Tensor& x) {
-  if (!stats.is_cuda() || stats.scalar_type() != at::kFloat || !stats.is_contiguous() || stats.device() != x.device() ||
-      stats.dim() != x.dim() || stats.sizes()[x.dim() - 1] != 3) {
-    return false;
+void check_status(int status, const char* op) {
+  if (status == 0) return;
+  const char* message = rss_torch::status_message(status);
+  if (status == static_cast<int>(rss::Status::cuda_error) || status == static_cast<int>(rss::Status::partial_output)) {
+    const cudaError_t err = rss_torch::last_cuda_error();
+    TORCH_CHECK(false, op, ": rss returned '", message, "' (", cudaGetErrorName(err), ": ", cudaGetErrorString(err),
+                ")");
   }
-  for (std::int64_t d = 0; d + 1 < x.dim(); ++d)
-    if (stats.sizes()[d] != x.sizes()[d]) return false;
-  return true;
+  TORCH_CHECK(false, op, ": rss returned '", message, "'");
 }
 
-at::Tensor workspace(std::size_t bytes, const at::Tensor& like) {
-  // The caching allocator's blocks are 512-byte aligned (rss asks for 256).
-  return at::empty({static_cast<std::int64_t>(bytes > 0 ? bytes : 1)}, like.options().dtype(at::kByte));
-}
-
-/// Runs one of the per-type entry points: the workspace query, then the call.
+/// Runs one of the per-type entry points: the workspace query (the planned layout's size, remembered), a
+/// workspace from the caching allocator when it is not 0 bytes (its blocks are 512-byte aligned; rss asks for
+/// 256), then the call on the current stream.
 template <class Query, class Call>
-std::int64_t run(const at::Tensor& like, const rss_torch::Matrices& m, Query query, Call call) {
+void run(const at::Tensor& like, const rss_torch::Matrices& m, const char* op, Query query, Call call) {
   const int device = like.get_device();
   std::size_t bytes = 0;
-  const int status = query(device, m.rows, m.cols, &bytes);
-  if (status != 0) return status;
-  const at::Tensor ws = workspace(bytes, like);
-  return call(device, m, ws.data_ptr(), bytes, at::cuda::getCurrentCUDAStream());
+  check_status(query(device, m, &bytes), op);
+  at::Tensor workspace;
+  if (bytes > 0) workspace = at::empty({static_cast<std::int64_t>(bytes)}, like.options().dtype(at::kByte));
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
+  check_status(call(device, m, bytes > 0 ? workspace.data_ptr() : nullptr, bytes, stream), op);
 }
 
-/// y = rms_scaled_softmax(x), written into y (contiguous, x's shape and dtype), and each row's statistics into
-/// stats (valid_stats), both allocated by the caller.
-std::int64_t forward_into(const at::Tensor& x_in, const at::Tensor& y, const at::Tensor& stats) {
-  if (!valid_input(x_in) || !y.is_contiguous() || y.sizes() != x_in.sizes() || y.scalar_type() != x_in.scalar_type() ||
-      y.device() != x_in.device() || !valid_stats(stats, x_in)) {
-    return kInvalidTensor;
-  }
+std::tuple<at::Tensor, at::Tensor> forward_kernel(const at::Tensor& x_in) {
+  check_input(x_in, kForward, "x");
   const c10::cuda::CUDAGuard guard(x_in.device());
+  at::Tensor y = at::empty(x_in.sizes(), x_in.options());  // contiguous, like the fake kernel's
+  at::Tensor stats = at::empty(stats_shape(x_in), x_in.options().dtype(at::kFloat));
   const RowView x = as_rows(x_in);
-  if (x.rows == 0 || x.cols == 0) return 0;
+  if (x.rows == 0 || x.cols == 0) return {y, stats};
   const rss_torch::Matrices m{x.t.data_ptr(), nullptr, stats.data_ptr(), y.data_ptr(), x.rows, x.cols, x.ld, 0, x.cols};
   switch (x_in.scalar_type()) {
-    case at::kFloat: return run(x_in, m, rss_torch::fp32_forward_workspace, rss_torch::fp32_forward);
-    case at::kBFloat16: return run(x_in, m, rss_torch::bf16_forward_workspace, rss_torch::bf16_forward);
-    default: return run(x_in, m, rss_torch::fp16_forward_workspace, rss_torch::fp16_forward);
+    case at::kFloat: run(x_in, m, kForward, rss_torch::fp32_forward_workspace, rss_torch::fp32_forward); break;
+    case at::kBFloat16: run(x_in, m, kForward, rss_torch::bf16_forward_workspace, rss_torch::bf16_forward); break;
+    default: run(x_in, m, kForward, rss_torch::fp16_forward_workspace, rss_torch::fp16_forward); break;
   }
+  return {y, stats};
 }
 
-/// dx of rms_scaled_softmax from x, the forward's row statistics of x and dy (y is recomputed from x and the
-/// statistics), written into dx (contiguous, allocated by the caller).
-std::int64_t backward_into(const at::Tensor& x_in, const at::Tensor& stats, const at::Tensor& dy_in,
-                           const at::Tensor& dx) {
-  for (const at::Tensor* t : {&x_in, &dy_in}) {
-    if (!valid_input(*t) || t->sizes() != x_in.sizes() || t->scalar_type() != x_in.scalar_type() ||
-        t->device() != x_in.device()) {
-      return kInvalidTensor;
-    }
-  }
-  if (!valid_stats(stats, x_in) || !dx.is_contiguous() || dx.sizes() != x_in.sizes() ||
-      dx.scalar_type() != x_in.scalar_type() || dx.device() != x_in.device()) {
-    return kInvalidTensor;
-  }
+at::Tensor backward_kernel(const at::Tensor& x_in, const at::Tensor& stats, const at::Tensor& dy_in) {
+  check_backward(x_in, stats, dy_in);
   const c10::cuda::CUDAGuard guard(x_in.device());
+  at::Tensor dx = at::empty(x_in.sizes(), x_in.options());
   const RowView x = as_rows(x_in), dy = as_rows(dy_in);
-  if (x.rows == 0 || x.cols == 0) return 0;
+  if (x.rows == 0 || x.cols == 0) return dx;
   const rss_torch::Matrices m{x.t.data_ptr(), dy.t.data_ptr(), stats.data_ptr(), dx.data_ptr(), x.rows, x.cols,
                               x.ld,           dy.ld,           x.cols};
   switch (x_in.scalar_type()) {
-    case at::kFloat: return run(x_in, m, rss_torch::fp32_backward_workspace, rss_torch::fp32_backward);
-    case at::kBFloat16: return run(x_in, m, rss_torch::bf16_backward_workspace, rss_torch::bf16_backward);
-    default: return run(x_in, m, rss_torch::fp16_backward_workspace, rss_torch::fp16_backward);
+    case at::kFloat: run(x_in, m, kBackward, rss_torch::fp32_backward_workspace, rss_torch::fp32_backward); break;
+    case at::kBFloat16: run(x_in, m, kBackward, rss_torch::bf16_backward_workspace, rss_torch::bf16_backward); break;
+    default: run(x_in, m, kBackward, rss_torch::fp16_backward_workspace, rss_torch::fp16_backward); break;
   }
+  return dx;
 }
 
-std::string status_message(std::int64_t status) {
-  if (status == kInvalidTensor) {
-    return "invalid tensors (CUDA float32/bfloat16/float16 of at least 2 dimensions, one shape, dtype and device; "
-           "contiguous outputs; statistics float32, contiguous, of shape x.shape[:-1] + (3,))";
+// Handles of the operators for the autograd kernel's calls below autograd (looked up once).
+const c10::TypedOperatorHandle<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&)>& forward_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("rss::rms_scaled_softmax", "")
+                              .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&)>();
+  return op;
+}
+
+const c10::TypedOperatorHandle<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>& backward_op() {
+  static const auto op = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("rss::rms_scaled_softmax_backward", "")
+                              .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&)>();
+  return op;
+}
+
+// Saved for the backward: x and the statistics (12 bytes a row), not y. The backward recomputes y from them,
+// reading x and dy (3 N of traffic with dx) instead of x, y and dy (4 N). stats is not differentiable.
+class RmsScaledSoftmax : public torch::autograd::Function<RmsScaledSoftmax> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    auto [y, stats] = forward_op().call(x);
+    ctx->save_for_backward({x, stats});
+    ctx->mark_non_differentiable({stats});
+    ctx->set_materialize_grads(false);  // no zero gradient of stats is made (an allocation and a kernel)
+    return {y, stats};
   }
-  return rss_torch::status_message(static_cast<int>(status));
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const at::Tensor& dy = grads[0];
+    if (!dy.defined()) return {at::Tensor()};  // only stats was used: no gradient reaches x
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    return {backward_op().call(x, saved[1], dy.to(x.scalar_type()))};
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> forward_autograd(const at::Tensor& x) {
+  // Inference (no gradient wanted): straight below autograd, without the Function's node. A forward-mode
+  // tangent still goes through the Function, which refuses it (no JVP) rather than dropping it.
+  if (!(at::GradMode::is_enabled() && x.requires_grad()) && !x._fw_grad(/*level=*/0).defined()) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return forward_op().call(x);
+  }
+  auto out = RmsScaledSoftmax::apply(x);
+  return {std::move(out[0]), std::move(out[1])};
 }
 
 }  // namespace
 
-// The CUDA side of the public operators rss::rms_scaled_softmax(_backward), which Python defines; their kernels
-// check the inputs, allocate the outputs, call these and raise on a nonzero status (rss_torch/__init__.py).
-TORCH_LIBRARY(rss_cuda, m) {
-  m.def("forward_into(Tensor x, Tensor(a!) y, Tensor(b!) stats) -> int");
-  m.def("backward_into(Tensor x, Tensor stats, Tensor dy, Tensor(a!) dx) -> int");
-  m.def("status_message(int status) -> str", &status_message);  // no tensor: one kernel for every backend
+TORCH_LIBRARY(rss, m) {
+  m.set_python_module("rss_torch");  // where the fake kernels live: torch imports it when tracing needs them
+  m.def("rms_scaled_softmax(Tensor x) -> (Tensor, Tensor)");
+  m.def("rms_scaled_softmax_backward(Tensor x, Tensor stats, Tensor dy) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(rss_cuda, CUDA, m) {
-  m.impl("forward_into", &forward_into);
-  m.impl("backward_into", &backward_into);
+TORCH_LIBRARY_IMPL(rss, CUDA, m) {
+  m.impl("rms_scaled_softmax", &forward_kernel);
+  m.impl("rms_scaled_softmax_backward", &backward_kernel);
+}
+
+// CPU tensors: the same kernels, whose first check refuses them (a ValueError rather than the dispatcher's
+// "could not run with arguments from the 'CPU' backend").
+TORCH_LIBRARY_IMPL(rss, CPU, m) {
+  m.impl("rms_scaled_softmax", &forward_kernel);
+  m.impl("rms_scaled_softmax_backward", &backward_kernel);
+}
+
+TORCH_LIBRARY_IMPL(rss, Autograd, m) {
+  m.impl("rms_scaled_softmax", &forward_autograd);
 }
