@@ -1,9 +1,9 @@
 """pytest tests of the errors wrong inputs give: each check of the operators' C++ kernels, reached directly, through
 the C++ autograd kernel (an input that requires grad) and through the Python wrapper, raises its torch error as
 the Python exception it maps to (TORCH_CHECK_VALUE: ValueError, TORCH_CHECK_TYPE: TypeError, an rss status:
-RuntimeError), and the process goes on. An earlier design (Python autograd over C++ kernels) crashed the process
-under pytest with PyTorch 2.11 on the H200 when such an exception crossed the autograd redispatch; these tests
-are the check that it does not happen any more. The CPU-tensor cases need no GPU; the others are skipped
+RuntimeError), and the process goes on. With PyTorch 2.11 on the H200 machine the 1-D case once crashed the
+process: the extension carried its own static libstdc++ (setup.py now links torch's shared one), whose iostream
+code segfaulted formatting the number in the message; these tests are the check that it does not happen again. The CPU-tensor cases need no GPU; the others are skipped
 without one. Without torch every test is skipped and says why.
 
     python3 -m pytest -v python/tests/test_errors.py
