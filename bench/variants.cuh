@@ -68,26 +68,6 @@ namespace detail {
 inline std::int64_t elements(const ShapeBuffers& b) { return b.rows * b.cols; }
 inline std::int64_t element_bytes(const ShapeBuffers& b) { return rss::dtype_bytes(b.dtype); }
 
-/// Logical bytes of a configuration that ran as `s`: x reads, y writes and full-size intermediates.
-inline std::int64_t logical_bytes(const rss::Config& config, rss::Strategy s, const ShapeBuffers& b,
-                                  std::int64_t evicted_elems) {
-  const std::int64_t n = elements(b), io = element_bytes(b);
-  if (config.control != rss::MegakernelControl::none) return n * io * 4;  // x three times, y once
-  switch (s) {
-    case rss::Strategy::baseline:
-    case rss::Strategy::baseline_graph:
-      // square r x w8, mean r8, max r x, shift r x w8, scale r8 w4, exp r4 w4, sum r4, divide r4 w y
-      return n * (io + 8 + 8 + io + io + 8 + 8 + 4 + 4 + 4 + 4 + 4 + io);
-    case rss::Strategy::local_fusion: return n * io * 4;  // x three times, y once
-    case rss::Strategy::megakernel_grid:
-    case rss::Strategy::megakernel_row:
-    case rss::Strategy::block_row: return n * io * 2 + evicted_elems * io * 2;  // evicted tiles: x 3 times
-    case rss::Strategy::cluster_row: return n * io * 2;
-    case rss::Strategy::automatic: return 0;
-  }
-  return 0;
-}
-
 /// Prepares `config` (automatic included) through rss::Operator: initialisation (planning, graph
 /// capture, workspace preparation) here, only launches in run(). With `one_call`, run() goes through
 /// the one-call API instead, which validates and plans on every call (its host overhead is measured).
@@ -111,7 +91,7 @@ rss::Status prepare_typed(const rss::Config& config, const ShapeBuffers& b, bool
   }
   RSS_TRY(op->describe(&p->launches));
   p->state = op;
-  p->logical_bytes = logical_bytes(config, op->strategy(), b, p->launches.evicted_elements);
+  p->logical_bytes = p->launches.logical_bytes;  // counted by the strategy that runs
   p->ran = op->strategy();
   return rss::Status::success;
 }

@@ -26,6 +26,9 @@ struct LaunchList {
   std::int64_t host_launches = 0;    // launch calls made by the host (a graph replay is one)
   std::int64_t evicted_tiles = 0;    // megakernel: tiles recomputed from x instead of retained
   std::int64_t evicted_elements = 0; // the elements of those tiles (each read three times)
+  std::int64_t logical_bytes = 0;    // global-memory bytes the call's algorithm reads and writes: its inputs and
+                                     // outputs and full-size intermediates, as often as it accesses them (per-row
+                                     // values aside); not DRAM traffic, which caches change
   bool graph = false;                // the kernels run as nodes of one CUDA Graph
   std::int64_t graph_kernel_nodes = 0;  // kernel nodes read from that graph once it exists (0: none yet)
 

@@ -142,6 +142,54 @@ TEST_CASE("launch metadata counts the kernels each strategy runs", "[gpu][api]")
   CHECK_FALSE(list.any_cooperative());
 }
 
+/// The logical bytes a strategy's description should count for rows x cols of `io`-byte elements (the
+/// definitions rss_bench's bandwidth uses): x, y and full-size intermediates, as often as each is accessed.
+std::int64_t expected_logical_bytes(const rss::Config& c, std::int64_t rows, std::int64_t cols, std::int64_t io,
+                                    std::int64_t evicted_elements) {
+  const std::int64_t n = rows * cols;
+  if (c.control != rss::MegakernelControl::none) return n * io * 4;  // nothing retained: x three times, y once
+  switch (c.strategy) {
+    case Strategy::baseline:
+    case Strategy::baseline_graph: return n * (4 * io + 52);  // nine passes over fp32/fp64 intermediates
+    case Strategy::local_fusion: return n * io * 4;
+    case Strategy::megakernel_grid:
+    case Strategy::megakernel_row:
+    case Strategy::block_row: return n * io * 2 + evicted_elements * io * 2;
+    case Strategy::cluster_row: return n * io * 2;
+    case Strategy::automatic: break;
+  }
+  return -1;
+}
+
+template <class T>
+void check_logical_bytes(std::int64_t rows, std::int64_t cols) {
+  for (Strategy strategy : rss::all_strategies) {
+    rss::Config config{strategy};
+    INFO(rss::strategy_name(strategy) << " " << rows << "x" << cols << " of " << sizeof(T) << "-byte elements");
+    rss::LaunchList list;
+    const Status s = rss::describe_launches<T>(config, rows, cols, &list);
+    if (s == Status::not_admissible || s == Status::invalid_strategy) continue;  // not for this shape or type
+    REQUIRE(s == Status::success);
+    if (strategy == Strategy::automatic) REQUIRE(rss::automatic_config<T>(rows, cols, &config) == Status::success);
+    CHECK(list.logical_bytes == expected_logical_bytes(config, rows, cols, sizeof(T), list.evicted_elements));
+  }
+  const rss::Config control{Strategy::megakernel_grid, {}, rss::MegakernelControl::no_retention};
+  rss::LaunchList list;
+  REQUIRE(rss::describe_launches<T>(control, rows, cols, &list) == Status::success);
+  CHECK(list.logical_bytes == expected_logical_bytes(control, rows, cols, sizeof(T), 0));
+}
+
+TEST_CASE("each strategy's description counts the bytes its algorithm reads and writes", "[gpu][api]") {
+  check_logical_bytes<float>(37, 5003);
+  check_logical_bytes<__nv_bfloat16>(37, 5003);
+  check_logical_bytes<float>(1, 16777216);  // the megakernel evicts tiles: their x is read twice more
+  rss::LaunchList list;
+  REQUIRE(rss::describe_launches<float>(Strategy::megakernel_grid, 1, 16777216, &list) == Status::success);
+  CHECK(list.evicted_elements > 0);
+  REQUIRE(rss::describe_launches<float>(Strategy::cluster_row, 0, 100, &list) == Status::success);
+  CHECK(list.logical_bytes == 0);  // nothing launched, nothing counted
+}
+
 TEST_CASE("the baseline graph holds exactly nine kernel nodes and replays correctly", "[gpu][api]") {
   const std::int64_t rows = 3, cols = 5000;
   const auto values = rss_test::random_rows(rows, cols, rss_test::fresh_seed());

@@ -615,10 +615,12 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
       CHECK(list.items[0].grid == static_cast<unsigned>(rows * op.cluster_plan().config.cluster_size));
       CHECK(list.items[0].block == static_cast<unsigned>(op.cluster_plan().config.threads));
       CHECK(list.items[0].blocks_per_sm > 0);
+      CHECK(list.logical_bytes == rows * cols * 4 * 4);  // x, y and dy read once, dx written once
     } else {
       REQUIRE(list.size == 2);
       CHECK(std::string(list.items[0].kernel) == "backward::two_pass::sums");
       CHECK(std::string(list.items[1].kernel) == "backward::two_pass::apply");
+      CHECK(list.logical_bytes == rows * cols * 4 * 7);  // both passes read x, y and dy; the second writes dx
     }
     CHECK(list.kernels == list.size);
     CHECK_FALSE(list.any_cooperative());

@@ -79,6 +79,8 @@ Status launch(const Plan<T>& plan, const T* x, const T* y, const RowStatistics* 
               const BackwardLayout& l, Launcher launcher) {
   const ClusterPlan& g = plan.geometry;
   if (g.grid_blocks == 0) return Status::success;
+  // x, dy and y (unless recomputed from the statistics) read once, dx written once.
+  launcher.add_logical_bytes(l.rows * l.cols * static_cast<std::int64_t>(sizeof(T)) * (plan.saved ? 3 : 4));
   launcher.cluster_size = static_cast<unsigned>(g.config.cluster_size);
   return launcher(kernel_name(plan.fit, plan.saved), plan.kernel, static_cast<unsigned>(g.grid_blocks),
                   static_cast<unsigned>(g.config.threads), 0, false, plan.blocks_per_sm,

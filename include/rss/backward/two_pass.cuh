@@ -146,6 +146,8 @@ Status launch(const T* x, const T* y, const RowStatistics* stats, const T* dy, T
   const ChunkGeometry geo = plan_chunks(l.rows, l.cols, sm_count);
   const unsigned grid = grid_for(l.rows * geo.chunks);
   const auto* partials = static_cast<const RowSums*>(w.partials);
+  // Both passes read x and dy, and y unless the statistics stand in for it; the second writes dx.
+  launcher.add_logical_bytes(l.rows * l.cols * static_cast<std::int64_t>(sizeof(T)) * (stats != nullptr ? 5 : 7));
   if (stats != nullptr) {
     RSS_TRY(launcher("backward::two_pass::saved::sums", sums<T, true>, grid, threads, 0, false, 0, x, y, stats, dy, l,
                      geo, w.partials));

@@ -16,6 +16,11 @@ struct Launcher {
   bool dry_run = false;          // describe only: record, never launch
   unsigned cluster_size = 1;     // blocks per thread-block cluster (1: no cluster attribute)
 
+  /// Adds to the description's logical bytes (LaunchList::logical_bytes): each strategy counts its own.
+  void add_logical_bytes(std::int64_t bytes) const {
+    if (record != nullptr) record->logical_bytes += bytes;
+  }
+
   template <class... KernelArgs, class... Args>
   Status operator()(const char* name, void (*kernel)(KernelArgs...), unsigned grid, unsigned block,
                     std::size_t shared_bytes, bool cooperative, int blocks_per_sm, Args&&... args) const {

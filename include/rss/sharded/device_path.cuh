@@ -267,6 +267,7 @@ Status launch_device_path(const ShardedDevicePlan& plan, DeviceKernel<T> kernel,
                           Launcher launcher) {
   if (plan.grid_blocks == 0) return Status::success;
   if (kernel == nullptr) return Status::invalid_strategy;
+  launcher.add_logical_bytes(l.rows * l.cols * static_cast<std::int64_t>(sizeof(T)) * 2);  // this rank's share: x once, y once
   launcher.cluster_size = static_cast<unsigned>(plan.config.cluster_size);
   RowSplit split = RowSplit::of(plan);
   split.cols = l.cols;  // this rank's share; the plan's chunk is the widest share's, the same on every rank

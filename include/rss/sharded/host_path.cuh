@@ -112,6 +112,8 @@ struct HostCall {
 template <class T>
 Status host_phase(int phase, const HostCall<T>& c, Launcher launcher) {
   const unsigned grid = grid_for(c.layout.rows * c.geometry.chunks);
+  // This rank's share: x read by each phase, y written by the last (the local_fusion pattern).
+  launcher.add_logical_bytes(c.layout.rows * c.layout.cols * static_cast<std::int64_t>(sizeof(T)) * (phase < 2 ? 1 : 2));
   switch (phase) {
     case 0:
       return launcher("sharded::nccl_host::stats", local_fusion::stats<T>, grid, host_threads, 0, false, 0, c.x, c.layout,

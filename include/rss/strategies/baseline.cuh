@@ -152,6 +152,9 @@ Status launch_nine(const Call<T>& c, const Launcher& launch) {
   const unsigned elementwise_grid = grid_for((n + threads - 1) / threads < 65536 ? (n + threads - 1) / threads : 65536);
   const unsigned row_grid = grid_for(rows < 65536 ? rows : 65536);
   const unsigned rows_grid = grid_for((rows + threads - 1) / threads);
+  // Per element: square r x w 8, mean r 8, max r x, shift r x w 8, scale r 8 w 4, exp r 4 w 4, sum r 4, divide r 4 w y.
+  const std::int64_t io = sizeof(T);
+  launch.add_logical_bytes(n * (io + 8 + 8 + io + io + 8 + 8 + 4 + 4 + 4 + 4 + 4 + io));
 
   RSS_TRY(launch("baseline::square", square<T>, elementwise_grid, threads, 0, false, 0, x, w.wide, n, cols, l.ld_x));
   RSS_TRY(launch("baseline::row_mean", row_mean<>, row_grid, threads, 0, false, 0, w.wide, w.mean_sq, rows, cols));

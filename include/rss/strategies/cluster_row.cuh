@@ -102,6 +102,7 @@ Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* stats, 
                    Launcher launcher) {
   const ClusterPlan& g = plan.geometry;
   if (g.grid_blocks == 0) return Status::success;
+  launcher.add_logical_bytes(layout.rows * layout.cols * static_cast<std::int64_t>(sizeof(T)) * 2);  // x once, y once
   const ClusterConfig& c = g.config;
   launcher.cluster_size = static_cast<unsigned>(c.cluster_size);
   return launcher(kernel_name(plan.admitted.fit, c.residence), plan.kernel, static_cast<unsigned>(g.grid_blocks),

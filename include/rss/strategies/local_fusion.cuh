@@ -89,6 +89,7 @@ Status launch(const T* x, T* y, RowStatistics* row_stats, const Layout& l, void*
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, l.rows, l.cols);
   const unsigned grid = grid_for(l.rows * g.chunks);
+  launch.add_logical_bytes(l.rows * l.cols * static_cast<std::int64_t>(sizeof(T)) * 4);  // x three times, y once
   RSS_TRY(launch("local_fusion::stats", stats<T>, grid, threads, 0, false, 0, x, l, g, w.stats));
   RSS_TRY(launch("local_fusion::exp_sum", exp_sum<T>, grid, threads, 0, false, 0, x, l, g,
                  static_cast<const RowStatsPartial*>(w.stats), w.sums));

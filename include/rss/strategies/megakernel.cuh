@@ -137,23 +137,24 @@ struct Variant {
   const char* name;
   bool cooperative;
   bool three_launches;  // MegakernelControl::ordinary_launch: one ordinary launch per phase
+  bool retains;         // keeps a tile of each row on chip (the controls re-read x instead)
 };
 
 template <class T>
 Status variant_of(Strategy s, MegakernelControl control, Variant<T>* v) {
   if (control != MegakernelControl::none && s != Strategy::megakernel_grid) return Status::invalid_strategy;
   if (s == Strategy::megakernel_row) {
-    *v = {kernel<T, Sync::row, true>, "megakernel::row", true, false};
+    *v = {kernel<T, Sync::row, true>, "megakernel::row", true, false, true};
   } else if (s == Strategy::block_row) {
-    *v = {kernel<T, Sync::none, true>, "megakernel::block_row", false, false};
+    *v = {kernel<T, Sync::none, true>, "megakernel::block_row", false, false, true};
   } else if (s != Strategy::megakernel_grid) {
     return Status::invalid_strategy;
   } else if (control == MegakernelControl::no_retention) {
-    *v = {kernel<T, Sync::grid, false>, "megakernel::grid_no_retention", true, false};
+    *v = {kernel<T, Sync::grid, false>, "megakernel::grid_no_retention", true, false, false};
   } else if (control == MegakernelControl::ordinary_launch) {
-    *v = {kernel<T, Sync::none, false>, "megakernel::phase", false, true};
+    *v = {kernel<T, Sync::none, false>, "megakernel::phase", false, true, false};
   } else {
-    *v = {kernel<T, Sync::grid, true>, "megakernel::grid", true, false};
+    *v = {kernel<T, Sync::grid, true>, "megakernel::grid", true, false, true};
   }
   return Status::success;
 }
@@ -276,11 +277,15 @@ Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* row_sta
   const Variant<T>& v = plan.variant;
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, plan.max_blocks);
+  const std::int64_t kept = static_cast<std::int64_t>(g.blocks_per_row) * g.tile_elems;
+  const std::int64_t evicted_elements = g.cols > kept ? (g.cols - kept) * g.rows : 0;
   if (launch.record != nullptr) {
     launch.record->evicted_tiles += g.evicted_tiles;
-    const std::int64_t kept = static_cast<std::int64_t>(g.blocks_per_row) * g.tile_elems;
-    launch.record->evicted_elements += g.cols > kept ? (g.cols - kept) * g.rows : 0;
+    launch.record->evicted_elements += evicted_elements;
   }
+  // x once and y once, and the evicted tiles' x twice more; the controls retain nothing: x three times.
+  const std::int64_t io = sizeof(T);
+  launch.add_logical_bytes(v.retains ? g.rows * g.cols * io * 2 + evicted_elements * io * 2 : g.rows * g.cols * io * 4);
   bool wrote_y = false;
   const auto issue = [&](Status s, bool writes_y) {
     if (!ok(s)) return wrote_y ? Status::partial_output : s;
