@@ -39,7 +39,18 @@ logged() {
 fresh_venv() {
   rm -rf "$1"
   mkdir -p "$(dirname "$1")"
-  python3 -m venv --system-site-packages "$1"
+  python3 -m venv --system-site-packages "$1" || return 1
+  # --system-site-packages reaches the base interpreter's packages; where python3 is itself a virtual environment
+  # (its torch in that environment's site-packages), the new one would not see torch. A .pth file then adds
+  # python3's own package folders after the new environment's, so the package builds against the torch it runs.
+  if ! "$1/bin/python" -c 'import torch' 2>/dev/null && python3 -c 'import torch' 2>/dev/null; then
+    local site
+    site=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
+    python3 -c 'import site, sys; print("\n".join(p for p in site.getsitepackages() if p.startswith(sys.prefix)))' \
+      > "$site/python3-site-packages.pth" || return 1
+    "$1/bin/python" -c 'import torch' || { echo "fresh_venv: $1 still has no torch" >&2; return 1; }
+    echo "fresh_venv: $1 sees python3's torch through $site/python3-site-packages.pth"
+  fi
 }
 
 install() {
