@@ -159,7 +159,7 @@ TEST_CASE("row_fit picks the cheapest instantiation the pointers allow", "[plann
 }
 
 TEST_CASE("register budget: blocks per SM that hold threads x registers, from the occupancy model", "[planner][row_split]") {
-  // The forward row program's budgets (Elems + 32, at least 40) on 256 and 512 threads.
+  // The budgets the forward row program asks for (forward_registers below) on 256 and 512 threads.
   CHECK(rss::register_budget_blocks(256, 40) == 6);
   CHECK(rss::register_budget_blocks(256, 48) == 5);
   CHECK(rss::register_budget_blocks(256, 64) == 4);
@@ -170,4 +170,21 @@ TEST_CASE("register budget: blocks per SM that hold threads x registers, from th
   CHECK(rss::register_budget_blocks(1024, 255) == 1);
   CHECK(rss::register_budget_blocks(256, 8) == 8);
   static_assert(rss::register_budget_blocks(256, 48) == 5, "usable in __launch_bounds__");
+}
+
+TEST_CASE("the forward's register budget: tight where a 16-bit or 512-thread share has no bounds tests", "[planner][row_split]") {
+  using rss::forward_registers;
+  // x 16: 16-bit storage or 512 threads without bounds tests at 40 registers (6 blocks of 256, 3 of 512) ...
+  CHECK(rss::register_budget_blocks(256, forward_registers(256, 16, Fit::exact, 2)) == 6);
+  CHECK(rss::register_budget_blocks(256, forward_registers(256, 16, Fit::vectors, 2)) == 6);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 16, Fit::exact, 4)) == 3);
+  // ... fp32 at 256 threads and every `checked` share at Elems + 32 (measured: bench/NOTES.md).
+  CHECK(rss::register_budget_blocks(256, forward_registers(256, 16, Fit::exact, 4)) == 5);
+  CHECK(rss::register_budget_blocks(256, forward_registers(256, 16, Fit::checked, 2)) == 5);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 16, Fit::checked, 4)) == 2);
+  // x 32 rounds to the same blocks either way (4 of 256, 2 of 512); x 4 and x 8 at the floor of 40.
+  CHECK(rss::register_budget_blocks(256, forward_registers(256, 32, Fit::vectors, 2)) == 4);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 32, Fit::exact, 4)) == 2);
+  CHECK(forward_registers(256, 8, Fit::checked, 4) == 40);
+  CHECK(forward_registers(512, 4, Fit::exact, 2) == 40);
 }

@@ -36,22 +36,12 @@ struct WriteStatistics {
   }
 };
 
-/// The forward's registers a thread for a share of `elems` in registers (ForwardRow's budget below). A share
-/// without bounds tests (`exact`, `vectors`) fits in elems + 24: x 16 at 40, 6 blocks of 256 or 3 of 512 per SM
-/// instead of 5 or 2, which measured faster for 16-bit storage and for 512 threads, but 2% slower for fp32 at
-/// 256 (4096 x 4096): that one keeps elems + 32, as bounds tests need (bench/NOTES.md).
-constexpr int forward_registers(int threads, int elems, Fit fit, int storage_bytes) noexcept {
-  const bool tight = fit != Fit::checked && (storage_bytes == 2 || threads >= 512);
-  const int registers = elems + (tight ? 24 : 32);
-  return registers > 40 ? registers : 40;
-}
-
 template <class T, class Statistics>
 struct ForwardRow {
   using Element = T;
   using Rounds = detail::Rounds<RowStatsPartial, float>;
   using Params = ForwardParams<T>;
-  /// The register budget (forward_registers): enough that the row, its exponentials and the statistics' run
+  /// The register budget (forward_registers in rss/planner/row_split.hpp): enough that the row, its exponentials and the statistics' run
   /// sums fit without spills, and as many blocks share an SM as that allows (at most 2048 threads). Unbounded,
   /// ptxas gave fp32 512 x 32 `exact` 79 registers (one block per SM: 4096 x 32768 fp32 31% slower); a flat 64
   /// cost the short rows their occupancy (bf16 256 x 16 `exact` 56 registers, 4 blocks per SM instead of 5:

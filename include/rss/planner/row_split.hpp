@@ -123,6 +123,18 @@ enum class Fit : int {
   exact,    // also every block's share is exactly threads * elems_per_thread elements: no tests at all
 };
 
+/// The forward row program's registers a thread for a share of `elems` in registers (its register budget:
+/// register_budget_blocks of this). A share without bounds tests (`exact`, `vectors`) fits in elems + 24: x 16 at
+/// 40, 6 blocks of 256 or 3 of 512 per SM instead of 5 or 2, which measured faster for 16-bit storage and for 512
+/// threads, but 2% slower for fp32 at 256 (4096 x 4096): that one keeps elems + 32, as bounds tests need
+/// (bench/NOTES.md). Never below 40.
+constexpr int forward_registers(int threads, int elems, Fit fit, int storage_bytes) noexcept {
+  const bool tight = fit != Fit::checked && (storage_bytes == 2 || threads >= 512);
+  const int registers = elems + (tight ? 24 : 32);
+  return registers > 40 ? registers : 40;
+}
+
+
 /// One step of a default rule: the fewest blocks of at most `max_threads` threads holding at most
 /// `cap` elements each, from clusters of `min_cluster` blocks up to `max_cluster` (0: the device's limit).
 struct SplitStep {
