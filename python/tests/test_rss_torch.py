@@ -179,17 +179,19 @@ def test_row_statistics_match_float64(dtype):
 
 
 def make_spiky(rows, cols, dtype, seed=0):
-    """Rows that a few entries dominate, of six kinds in turn (the C++ tests' family): one spike of 30 in zeros;
+    """Rows that a few entries dominate, of seven kinds in turn (the C++ tests' family): one spike of 30 in zeros;
     one of 50 in unit noise; two of 100 in noise of 0.5; noise of 1e-3 around an offset of up to 1e-2 with a
     spike of 12 times the scale (eps dominates the mean square); noise at a scale from 1e-30 (fp16: 1e-3) to
-    3e38 / 8 (fp16: 6e4 / 8) with a spike of 8 times it; unit noise with one entry of 3e38 / 4 (fp16: 6e4 / 4)."""
+    3e38 / 8 (fp16: 6e4 / 8) with a spike of 8 times it; unit noise with one entry of 3e38 / 4 (fp16: 6e4 / 4);
+    noise of 2e18 with every 32nd entry +-2e19 (fp16: 6e4 / 8 and / 2), whose squares pass FLT_MAX in those
+    entries' runs only."""
     g = torch.Generator().manual_seed(seed)
     lo, hi = (1e-3, 6e4) if dtype == torch.float16 else (1e-30, 3e38)
     x = torch.empty(rows, cols, dtype=torch.float64)
     for i in range(rows):
         u = torch.rand(cols, generator=g, dtype=torch.float64) * 2 - 1
         at = torch.randint(cols, (2,), generator=g)
-        kind = i % 6
+        kind = i % 7
         if kind == 0:
             x[i] = 0.0
             x[i, at[0]] = 30.0
@@ -208,14 +210,19 @@ def make_spiky(rows, cols, dtype, seed=0):
             scale = torch.exp(low + (high - low) * torch.rand(1, generator=g, dtype=torch.float64)).item()
             x[i] = scale * u
             x[i, at[0]] = 8 * scale
-        else:
+        elif kind == 5:
             x[i] = u
             x[i, at[0]] = hi / 4
+        else:
+            x[i] = min(2e18, hi / 8) * u
+            sign = torch.where(torch.rand(cols, generator=g) < 0.5, -1.0, 1.0).to(torch.float64)
+            first = int(at[0]) % 32
+            x[i, first::32] = min(2e19, hi / 2) * sign[first::32]
     return x.to(dtype).cuda()
 
 
 @pytest.mark.parametrize("dtype", DTYPES.values(), ids=DTYPES.keys())
-@pytest.mark.parametrize("shape", [(12, 1000), (6, 4096), (12, 32768), (6, 131072)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("shape", [(14, 1000), (7, 4096), (14, 32768), (7, 131072)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_rows_that_a_few_entries_dominate(shape, dtype):
     """The statistics are the numbers the forward normalised with (their sum within fp32's 2e-6 of the exact sum
     and of the sum the saved max and r give), and the backward from them meets its bound on such rows."""

@@ -36,7 +36,7 @@ inline std::vector<float> random_rows(std::int64_t rows, std::int64_t cols, std:
 namespace rss_test {
 
 /// Rows where a few entries dominate: the rows that test the row statistics and the backward's sums. Row i is
-/// of kind i % 6, each with fresh random positions and values:
+/// of kind i % 7, each with fresh random positions and values:
 ///   0  one spike of 30 in exact zeros (every other exponential underflows: the sum is 1)
 ///   1  one spike of 50 in noise of unit scale
 ///   2  two spikes of 100 in noise of scale 0.5
@@ -44,6 +44,9 @@ namespace rss_test {
 ///      dominates the mean square)
 ///   4  noise at a scale drawn log-uniformly in [min_scale, max_scale / 8], one spike of 8 times the scale
 ///   5  unit noise and one entry of max_scale / 4
+///   6  noise of scale 2e18 and every 32nd entry +-2e19 (for fp16: max_scale / 8 and / 2): an fp32 run of squares
+///      overflows only where it holds one of those entries, and they carry about 90% of the mean square, so
+///      dropping those runs or counting the others twice moves r by 5% or more
 /// max_scale and min_scale keep every value finite in the storage type (fp32 and bf16: 3e38 and 1e-30; fp16:
 /// 6e4 and 1e-3).
 inline std::vector<float> spiky_rows(std::int64_t rows, std::int64_t cols, std::uint64_t seed, float max_scale = 3e38f,
@@ -56,7 +59,7 @@ inline std::vector<float> spiky_rows(std::int64_t rows, std::int64_t cols, std::
   std::vector<float> x(static_cast<std::size_t>(rows * cols));
   for (std::int64_t i = 0; i < rows; ++i) {
     float* row = x.data() + i * cols;
-    const int kind = static_cast<int>(i % 6);
+    const int kind = static_cast<int>(i % 7);
     const float offset = 1e-2f * unit(gen);
     const float scale = kind == 4 ? static_cast<float>(std::exp(log_scale(gen))) : 1.0f;
     for (std::int64_t j = 0; j < cols; ++j) {
@@ -65,6 +68,7 @@ inline std::vector<float> spiky_rows(std::int64_t rows, std::int64_t cols, std::
         case 1: case 5: row[j] = unit(gen); break;
         case 2: row[j] = 0.5f * unit(gen); break;
         case 3: row[j] = offset + 1e-3f * unit(gen); break;
+        case 6: row[j] = std::fmin(2e18f, max_scale / 8.0f) * unit(gen); break;
         default: row[j] = scale * unit(gen); break;
       }
     }
@@ -74,7 +78,10 @@ inline std::vector<float> spiky_rows(std::int64_t rows, std::int64_t cols, std::
       case 2: row[at(gen)] = 100.0f; row[at(gen)] = 100.0f; break;
       case 3: row[at(gen)] = offset + 12e-3f; break;
       case 4: row[at(gen)] = 8.0f * scale; break;
-      default: row[at(gen)] = max_scale / 4.0f; break;
+      case 5: row[at(gen)] = max_scale / 4.0f; break;
+      default:
+        for (std::int64_t j = at(gen) % 32; j < cols; j += 32) row[j] = std::copysign(std::fmin(2e19f, max_scale / 2.0f), unit(gen));
+        break;
     }
   }
   return x;

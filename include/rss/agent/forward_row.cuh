@@ -56,9 +56,7 @@ struct ForwardRow {
   __device__ __forceinline__ static void row(const Params& p, std::int64_t row, std::int64_t begin, const Share& share,
                                              Combine& combine, bool leader) {
     const auto x = share.load(held_row(p, row) + begin);  // all loads first: V of them in flight per thread
-    RowStatsPartial stats = RowStatsPartial::identity();
-    share.each_run(x, [&](const float(&v)[Share::W], int count, auto&& reload) { stats.add_run(v, count, reload); });
-    const RowScale scale = make_row_scale(combine.template all_reduce<0>(stats, CombineRowStats{}), p.cols);
+    const RowScale scale = make_row_scale(combine.template all_reduce<0>(share.statistics(x), CombineRowStats{}), p.cols);
     // In registers the exponentials stay in the registers that held x, as fp32 for every storage type.
     // Keeping 16-bit x as stored and recomputing the exponentials for the output saved nothing: ptxas kept
     // the converted floats alive anyway (bf16 512 x 32 `vectors`: 90 registers, 1 block per SM, against 64

@@ -5,6 +5,7 @@
 // makes. Every row program that keeps its row in registers loads, walks and stores through this.
 #include <cstdint>
 
+#include "rss/phases/row_stats.cuh"
 #include "rss/phases/tile_io.cuh"
 #include "rss/planner/row_split.hpp"
 #include "rss/storage.cuh"
@@ -64,19 +65,19 @@ class RegisterShare {
     }
   }
 
-  /// f(values, count, reload) per 16-byte vector of `h` this thread holds: values[0, count) are its elements
-  /// in the share, as float; reload(w) converts them into w again.
-  template <class Fn>
-  __device__ __forceinline__ void each_run(const Held& h, Fn&& f) const {
-    each_run_index([&](int u, int count) {
-      const auto read = [&](float (&w)[W]) {
+  /// The share's statistics (maximum, sum of squares): its runs are still in registers, so one overflow test
+  /// for all of them (RowStatsPartial::add_part).
+  __device__ __forceinline__ RowStatsPartial statistics(const Held& h) const {
+    RowStatsPartial s = RowStatsPartial::identity();
+    s.add_part([&](auto&& f) {
+      each_run_index([&](int u, int count) {
+        float v[W];
 #pragma unroll
-        for (int e = 0; e < W; ++e) w[e] = h.at(u, e);
-      };
-      float v[W];
-      read(v);
-      f(v, count, read);
+        for (int e = 0; e < W; ++e) v[e] = h.at(u, e);
+        f(v, count);
+      });
     });
+    return s;
   }
 
   /// f(x) of every element of `h`, kept in registers.

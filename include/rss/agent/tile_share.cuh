@@ -1,11 +1,12 @@
 #pragma once
 // A block's share of a row held in shared memory, as stored: a tile of n elements that the row agent has
 // loaded (the copy engine, or the block element by element) before the row program runs. It offers the
-// register share's walk (each_run / keep / sum / store), so one row program serves both residences; keep()
+// register share's walk (statistics / keep / sum / store), so one row program serves both residences; keep()
 // holds nothing and the store pass recomputes the value: the SM's arithmetic affords that while memory
 // bounds the kernel, and the registers it saves let more blocks, and so more loads, share an SM.
 #include <cstdint>
 
+#include "rss/phases/row_stats.cuh"
 #include "rss/phases/tile_io.cuh"
 #include "rss/planner/row_split.hpp"
 #include "rss/storage.cuh"
@@ -38,10 +39,12 @@ class TileShare {
   /// The tile the agent loaded: `row` is where it came from, not read again.
   __device__ __forceinline__ Held load(const T*) const { return {tile_}; }
 
-  /// f(values, count, reload) per 16-byte vector of the tile this thread walks (count = W), then its tail
-  /// element (count = 1); reload(w) reads them from the tile into w again.
-  template <class Fn>
-  __device__ __forceinline__ void each_run(const Held& h, Fn&& f) const {
+  /// The tile's statistics (maximum, sum of squares) over the 16-byte vectors this thread walks, then its tail
+  /// element; a run that overflows fp32 is read again from the tile at once. One test for the whole walk
+  /// (as in registers) walked the tile twice in the code, and ptxas then gave fp32 512-thread tiles 64
+  /// registers instead of 32.
+  __device__ __forceinline__ RowStatsPartial statistics(const Held& h) const {
+    RowStatsPartial s = RowStatsPartial::identity();
     const auto read = [&](int first, int count, float (&w)[W]) {
 #pragma unroll
       for (int e = 0; e < W; ++e) w[e] = e < count ? Traits::to_float(h.tile[first + e]) : 0.0f;
@@ -53,13 +56,14 @@ class TileShare {
       float v[W];
 #pragma unroll
       for (int e = 0; e < W; ++e) v[e] = Traits::to_float(vec.v[e]);
-      f(v, W, [&](float (&w)[W]) { read(i * W, W, w); });
+      s.add_run(v, W, [&](float (&w)[W]) { read(i * W, W, w); });
     }
     if (has_tail_) {
       float v[W];
       read(tail_index_, 1, v);
-      f(v, 1, [&](float (&w)[W]) { read(tail_index_, 1, w); });
+      s.add_run(v, 1, [&](float (&w)[W]) { read(tail_index_, 1, w); });
     }
+    return s;
   }
 
   template <class Fn>

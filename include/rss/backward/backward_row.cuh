@@ -78,18 +78,25 @@ struct BackwardRow {
     typename YSource::template Source<Share, T> y(share, p, row, begin);
     const auto g = share.load(p.dy + row * l.ld_dy + begin);
     y.prepare();
+    // The runs in fp32; if one overflowed (|x| or |g x| past fp32's squares), the share again in double.
+    // One test per share, not per run (bench/NOTES.md: the forward's statistics).
     ThreadSums acc;
+    bool finite = true;
     share.each_run_index([&](int u, int count) {
       RunSums run;
 #pragma unroll
       for (int e = 0; e < Share::W; ++e)
         if (e < count) y.add(run, x.at(u, e), y.at(x, u, e), g.at(u, e));
-      if (!acc.add_run(run)) {  // |x| or |g x| past fp32's squares: this vector again, in double
+      finite &= acc.add_run(run);
+    });
+    if (!finite) {
+      acc = ThreadSums{};
+      share.each_run_index([&](int u, int count) {
 #pragma unroll
         for (int e = 0; e < Share::W; ++e)
           if (e < count) y.add(acc, x.at(u, e), y.at(x, u, e), g.at(u, e));
-      }
-    });
+      });
+    }
     const RowGradient grad = y.gradient(combine.template all_reduce<0>(acc.total(), CombineRowSums{}), l.cols);
     // In place (dx == dy) is safe: each thread stores only the vectors it loaded.
     share.store_index(p.dx + row * l.ld_dx + begin, [&](int u, int e) {

@@ -71,14 +71,14 @@ struct ThreadSums {
     p = fma(static_cast<double>(gy), static_cast<double>(x), p);
     q = fmaf(y, x, q);
   }
-  /// Adds a run; false, adding nothing, when it overflowed fp32 (the caller then adds its elements one by one).
+  /// Adds a run; false when it overflowed fp32 (the sums are then not finite and the caller adds its part
+  /// again, element by element, from a fresh ThreadSums).
   __device__ __forceinline__ bool add_run(const RunSums& run) {
-    if (isinf(run.sum_sq) || isinf(run.p)) return false;
     sum_sq += static_cast<double>(run.sum_sq);
     p += static_cast<double>(run.p);
     c += run.c;
     q += run.q;
-    return true;
+    return !isinf(run.sum_sq) && !isinf(run.p);
   }
   __device__ __forceinline__ RowSums total() const { return {sum_sq, c, p, q}; }
 };
