@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "rss/rss.cuh"
@@ -218,6 +219,66 @@ TEST_CASE("the baseline graph holds exactly nine kernel nodes and replays correc
     RSS_TEST_CUDA(cudaMemcpy(out.data(), y.get(), y.bytes(), cudaMemcpyDeviceToHost));
     CHECK(rss::reference::max_row_relative_error(out.data(), reference.data(), rows, cols) <=
           rss::reference::fp32_tolerance);
+  }
+}
+
+namespace {
+
+bool same_launches(const rss::LaunchList& a, const rss::LaunchList& b) {
+  if (a.size != b.size || a.kernels != b.kernels) return false;
+  for (int i = 0; i < a.size; ++i) {
+    const rss::LaunchInfo &p = a.items[i], &q = b.items[i];
+    if (std::strcmp(p.kernel, q.kernel) != 0 || p.grid != q.grid || p.block != q.block ||
+        p.shared_bytes != q.shared_bytes || p.cluster_size != q.cluster_size || p.cooperative != q.cooperative)
+      return false;
+  }
+  return true;
+}
+
+/// automatic's pick, as config(), planned again by a second operator: the same launches (the tuning table's
+/// residence and geometry included), without the first operator's fallback.
+template <class T>
+void check_config_plans_the_same(std::int64_t rows, std::int64_t cols) {
+  CAPTURE(rows, cols, rss::dtype_name(rss::dtype_of<T>));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  rss_test::DeviceBuffer x(n * sizeof(T)), y(n * sizeof(T)), stats(static_cast<std::size_t>(rows) * sizeof(rss::RowStatistics));
+  const auto layout = rss::Layout::contiguous(rows, cols);
+  auto* row_stats = stats.get<rss::RowStatistics>();
+  std::size_t bytes = 0;
+  REQUIRE(rss::workspace_bytes<T>(Strategy::automatic, rows, cols, &bytes) == Status::success);
+  rss_test::DeviceBuffer workspace(bytes);
+  if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
+  rss::Operator<T> picked;
+  REQUIRE(picked.initialize(Strategy::automatic, x.get<const T>(), y.get<T>(), row_stats, layout, workspace.get(), bytes) ==
+          Status::success);
+  const rss::Config config = picked.config();
+  CHECK(config.strategy == picked.strategy());
+  CHECK(config.strategy != Strategy::automatic);
+  std::size_t own = 0;
+  REQUIRE(rss::workspace_bytes<T>(config, rows, cols, &own) == Status::success);
+  CHECK(own <= bytes);
+  rss::Operator<T> again;
+  REQUIRE(again.initialize(config, x.get<const T>(), y.get<T>(), row_stats, layout, workspace.get(), own) == Status::success);
+  CHECK(again.strategy() == picked.strategy());
+  rss::LaunchList a, b;
+  REQUIRE(picked.describe(&a) == Status::success);
+  REQUIRE(again.describe(&b) == Status::success);
+  INFO("picked " << rss::strategy_name(picked.strategy()) << ": " << (a.size > 0 ? a.items[0].kernel : "-") << " x "
+                 << (a.size > 0 ? a.items[0].grid : 0) << ", again " << (b.size > 0 ? b.items[0].kernel : "-") << " x "
+                 << (b.size > 0 ? b.items[0].grid : 0));
+  CHECK(same_launches(a, b));
+}
+
+}  // namespace
+
+// A framework plans a layout once with automatic, then plans the pick alone (its workspace without the
+// fallback's): config() carries the pick's cluster configuration, which strategy() alone would lose.
+TEST_CASE("an operator's config() plans the same launches as its automatic pick", "[gpu][api]") {
+  for (const auto& [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {32, 128256}, {4096, 4096}, {4096, 32768}, {64, 131072}, {8, 131072}, {1, 1048576}, {7, 1001}}) {
+    check_config_plans_the_same<float>(rows, cols);
+    check_config_plans_the_same<__nv_bfloat16>(rows, cols);
+    check_config_plans_the_same<__half>(rows, cols);
   }
 }
 

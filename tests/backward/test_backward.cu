@@ -700,3 +700,45 @@ TEST_CASE("backward without a usable device says no_device", "[.][no_device]") {
     CHECK(s == Status::no_device);
   }
 }
+
+// The backward's config(): automatic's pick with its cluster configuration; a second operator initialised with
+// it plans the same launches (the PyTorch operator plans each layout this way).
+TEST_CASE("backward: config() plans the same launches as the automatic pick", "[gpu][backward][api]") {
+  REQUIRE(rss_test::has_device());
+  for (const std::int64_t cols : {1001, 4096, 32768, 131072}) {
+    for (const bool saved : {false, true}) {
+      const std::int64_t rows = 64;
+      CAPTURE(cols, saved);
+      const auto l = BackwardLayout::contiguous(rows, cols);
+      const std::size_t m = static_cast<std::size_t>(rows * cols) * sizeof(__nv_bfloat16);
+      DeviceBuffer x(m), y(m), dy(m), dx(m), stats(static_cast<std::size_t>(rows) * sizeof(rss::RowStatistics));
+      std::size_t bytes = 0;
+      REQUIRE(rss::backward_workspace_bytes<__nv_bfloat16>(BackwardStrategy::automatic, rows, cols, &bytes) == Status::success);
+      DeviceBuffer ws(bytes);
+      const auto init = [&](rss::BackwardOperator<__nv_bfloat16>& op, const rss::BackwardConfig& c, std::size_t b) {
+        const auto* sp = stats.get<const rss::RowStatistics>();
+        return saved ? op.initialize_saved(c, x.get<__nv_bfloat16>(), sp, dy.get<__nv_bfloat16>(), dx.get<__nv_bfloat16>(), l, ws.get(), b)
+                     : op.initialize(c, x.get<__nv_bfloat16>(), y.get<__nv_bfloat16>(), dy.get<__nv_bfloat16>(),
+                                     dx.get<__nv_bfloat16>(), l, ws.get(), b);
+      };
+      rss::BackwardOperator<__nv_bfloat16> picked, again;
+      REQUIRE(init(picked, BackwardStrategy::automatic, bytes) == Status::success);
+      const rss::BackwardConfig config = picked.config();
+      CHECK(config.strategy == picked.strategy());
+      std::size_t own = 0;
+      REQUIRE(rss::backward_workspace_bytes<__nv_bfloat16>(config, rows, cols, &own) == Status::success);
+      CHECK(own <= bytes);
+      REQUIRE(init(again, config, own) == Status::success);
+      rss::LaunchList a, b;
+      REQUIRE(picked.describe(&a) == Status::success);
+      REQUIRE(again.describe(&b) == Status::success);
+      REQUIRE(a.size == b.size);
+      for (int i = 0; i < a.size; ++i) {
+        CHECK(std::string(a.items[i].kernel) == b.items[i].kernel);
+        CHECK(a.items[i].grid == b.items[i].grid);
+        CHECK(a.items[i].block == b.items[i].block);
+        CHECK(a.items[i].cluster_size == b.items[i].cluster_size);
+      }
+    }
+  }
+}

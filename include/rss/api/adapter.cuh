@@ -214,6 +214,11 @@ class OperatorAdapter {
 
   /// The concrete strategy run() launches (for automatic: the one it picked, or its fallback).
   Id strategy() const noexcept { return primary_.strategy; }
+  /// The concrete configuration run() launches: automatic's pick with the cluster configuration it chose
+  /// (the tuning table's residence and geometry), or the fallback it fell back to. Initialising an operator
+  /// with it plans the same kernels without resolving automatic again; initialising with strategy() alone
+  /// would take that strategy's default configuration.
+  Config config() const noexcept { return P::id(concrete_) == primary_.strategy ? concrete_ : P::concrete(primary_.strategy); }
   int device() const noexcept { return device_; }
   bool ready() const noexcept { return ready_; }
   const Call& call() const noexcept { return primary_.call; }

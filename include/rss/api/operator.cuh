@@ -135,6 +135,9 @@ class Operator {
 
   /// The concrete strategy run() launches (for automatic: the one it picked).
   Strategy strategy() const noexcept { return adapter_.strategy(); }
+  /// The concrete configuration run() launches (automatic's pick with its cluster configuration): initialise
+  /// another operator with it to plan the same kernels for the same layout.
+  Config config() const noexcept { return adapter_.config(); }
   /// The device the operator was initialised on; run() launches there.
   int device() const noexcept { return adapter_.device(); }
   bool ready() const noexcept { return adapter_.ready(); }

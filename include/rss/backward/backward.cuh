@@ -152,6 +152,8 @@ class BackwardOperator {
 
   /// The concrete strategy run() launches (automatic's pick).
   BackwardStrategy strategy() const noexcept { return adapter_.strategy(); }
+  /// The concrete configuration run() launches (automatic's pick with its cluster configuration).
+  BackwardConfig config() const noexcept { return adapter_.config(); }
   bool ready() const noexcept { return adapter_.ready(); }
   /// The device the operator was initialised on; run() launches there.
   int device() const noexcept { return adapter_.device(); }

@@ -4,8 +4,9 @@
 // one planned operator per device and layout (rss::Operator, rss::BackwardOperator), made on the layout's
 // first call and rebound to each later call's tensors (validation and a cached kernel choice, no automatic,
 // no device query), with the workspace size it needs. The first call asks for automatic; the operator is
-// then planned again for the concrete strategy automatic picked, so later calls size their workspace for
-// that strategy alone (0 bytes for most picks: no workspace is allocated then).
+// then planned again for the concrete configuration automatic picked (its strategy with the cluster
+// configuration the tuning table chose: the strategy alone would take its default geometry), so later
+// calls size their workspace for that pick alone (0 bytes for most picks: no workspace is allocated then).
 // Nothing here throws (ops.cpp turns the codes into exceptions): the entry points catch what the standard
 // library could throw (allocation) and answer kHostFailure.
 #pragma once
@@ -20,10 +21,10 @@
 
 namespace rss_torch {
 
-/// Planned operators of one kind, one per (device, layout), and the strategy each shape runs once picked.
+/// Planned operators of one kind, one per (device, layout), and the configuration each shape runs once picked.
 /// Bounded: a model with many shapes (dynamic sequence lengths) would otherwise grow it without limit; an
 /// evicted layout is planned again when it comes back.
-template <class Op, class Strategy>
+template <class Op, class Config>
 struct OperatorCache {
   static constexpr std::size_t kMaxEntries = 512;
   using ShapeKey = std::tuple<int, std::int64_t, std::int64_t>;  // device, rows, cols
@@ -34,32 +35,32 @@ struct OperatorCache {
     std::size_t workspace = 0;  // what the planned strategy needs
   };
 
-  std::map<ShapeKey, Strategy> picks;
+  std::map<ShapeKey, Config> picks;
   std::map<LayoutKey, Planned> ops;
 
   static ShapeKey shape_of(const LayoutKey& key) { return {std::get<0>(key), std::get<1>(key), std::get<2>(key)}; }
 
-  Strategy strategy_for(const ShapeKey& shape, Strategy automatic) const {
+  Config config_for(const ShapeKey& shape, Config automatic) const {
     const auto it = picks.find(shape);
     return it == picks.end() ? automatic : it->second;
   }
 
   /// The workspace bytes of a call of this layout: the planned operator's, else those of the strategy its
-  /// first call will ask for (query(strategy, &bytes): for automatic, its pick's and its fallback's).
+  /// first call will ask for (query(config, &bytes): for automatic, its pick's and its fallback's).
   template <class Query>
-  rss::Status workspace(const LayoutKey& key, Strategy automatic, Query&& query, std::size_t* bytes) const {
+  rss::Status workspace(const LayoutKey& key, Config automatic, Query&& query, std::size_t* bytes) const {
     const auto it = ops.find(key);
     if (it != ops.end()) {
       *bytes = it->second.workspace;
       return rss::Status::success;
     }
-    return query(strategy_for(shape_of(key), automatic), bytes);
+    return query(config_for(shape_of(key), automatic), bytes);
   }
 
-  /// Runs the call: initialize(op, strategy) plans a new layout (asked for automatic first, then for its
+  /// Runs the call: initialize(op, config) plans a new layout (asked for automatic first, then for its
   /// pick), rebind(op) moves a planned one to this call's tensors.
   template <class Initialize, class Rebind, class Query>
-  rss::Status run(const LayoutKey& key, Strategy automatic, Initialize&& initialize, Rebind&& rebind, Query&& query,
+  rss::Status run(const LayoutKey& key, Config automatic, Initialize&& initialize, Rebind&& rebind, Query&& query,
                   cudaStream_t stream) {
     auto it = ops.find(key);
     if (it != ops.end()) {
@@ -68,15 +69,15 @@ struct OperatorCache {
     }
     const ShapeKey shape = shape_of(key);
     auto fresh = std::make_unique<Op>();
-    const Strategy requested = strategy_for(shape, automatic);
+    const Config requested = config_for(shape, automatic);
     // Ask for the pick itself: automatic keeps its fallback's workspace too.
     RSS_TRY(initialize(*fresh, requested));
-    if (requested == automatic) RSS_TRY(initialize(*fresh, fresh->strategy()));
+    if (requested.strategy == automatic.strategy) RSS_TRY(initialize(*fresh, fresh->config()));
     std::size_t bytes = 0;
-    RSS_TRY(query(fresh->strategy(), &bytes));
+    RSS_TRY(query(fresh->config(), &bytes));
     if (ops.size() >= kMaxEntries) ops.erase(ops.begin());
     if (picks.size() >= kMaxEntries && picks.count(shape) == 0) picks.erase(picks.begin());
-    picks[shape] = fresh->strategy();
+    picks[shape] = fresh->config();
     Planned& planned = ops[key];
     planned.op = std::move(fresh);
     planned.workspace = bytes;
@@ -101,19 +102,21 @@ struct Impl {
     static std::mutex m;
     return m;
   }
-  static OperatorCache<rss::Operator<T>, rss::Strategy>& forward_ops() {
-    static OperatorCache<rss::Operator<T>, rss::Strategy> cache;
+  using ForwardCache = OperatorCache<rss::Operator<T>, rss::Config>;
+  using BackwardCache = OperatorCache<rss::BackwardOperator<T>, rss::BackwardConfig>;
+  static ForwardCache& forward_ops() {
+    static ForwardCache cache;
     return cache;
   }
-  static OperatorCache<rss::BackwardOperator<T>, rss::BackwardStrategy>& backward_ops() {
-    static OperatorCache<rss::BackwardOperator<T>, rss::BackwardStrategy> cache;
+  static BackwardCache& backward_ops() {
+    static BackwardCache cache;
     return cache;
   }
 
-  static typename OperatorCache<rss::Operator<T>, rss::Strategy>::LayoutKey forward_key(int device, const Matrices& m) {
+  static typename ForwardCache::LayoutKey forward_key(int device, const Matrices& m) {
     return {device, m.rows, m.cols, m.ld_x, m.ld_out, 0};
   }
-  static typename OperatorCache<rss::BackwardOperator<T>, rss::BackwardStrategy>::LayoutKey backward_key(
+  static typename BackwardCache::LayoutKey backward_key(
       int device, const Matrices& m) {
     return {device, m.rows, m.cols, m.ld_x, m.ld_dy, m.ld_out};
   }
@@ -123,7 +126,7 @@ struct Impl {
       std::lock_guard<std::mutex> lock(mutex());
       return forward_ops().workspace(
           forward_key(device, m), rss::Strategy::automatic,
-          [&](rss::Strategy s, std::size_t* b) { return rss::workspace_bytes<T>(s, m.rows, m.cols, b); }, bytes);
+          [&](const rss::Config& c, std::size_t* b) { return rss::workspace_bytes<T>(c, m.rows, m.cols, b); }, bytes);
     });
   }
 
@@ -136,11 +139,11 @@ struct Impl {
       auto* stats = static_cast<rss::RowStatistics*>(m.stats);
       return forward_ops().run(
           forward_key(device, m), rss::Strategy::automatic,
-          [&](rss::Operator<T>& op, rss::Strategy s) {
-            return op.initialize(s, x, y, stats, layout, workspace, bytes, stream);
+          [&](rss::Operator<T>& op, const rss::Config& c) {
+            return op.initialize(c, x, y, stats, layout, workspace, bytes, stream);
           },
           [&](rss::Operator<T>& op) { return op.rebind(x, y, stats, workspace, bytes, stream); },
-          [&](rss::Strategy s, std::size_t* b) { return rss::workspace_bytes<T>(s, m.rows, m.cols, b); }, stream);
+          [&](const rss::Config& c, std::size_t* b) { return rss::workspace_bytes<T>(c, m.rows, m.cols, b); }, stream);
     });
   }
 
@@ -149,7 +152,7 @@ struct Impl {
       std::lock_guard<std::mutex> lock(mutex());
       return backward_ops().workspace(
           backward_key(device, m), rss::BackwardStrategy::automatic,
-          [&](rss::BackwardStrategy s, std::size_t* b) { return rss::backward_workspace_bytes<T>(s, m.rows, m.cols, b); },
+          [&](const rss::BackwardConfig& c, std::size_t* b) { return rss::backward_workspace_bytes<T>(c, m.rows, m.cols, b); },
           bytes);
     });
   }
@@ -164,11 +167,11 @@ struct Impl {
       T* dx = static_cast<T*>(m.out);
       return backward_ops().run(
           backward_key(device, m), rss::BackwardStrategy::automatic,
-          [&](rss::BackwardOperator<T>& op, rss::BackwardStrategy s) {
-            return op.initialize_saved(s, x, stats, dy, dx, layout, workspace, bytes, stream);
+          [&](rss::BackwardOperator<T>& op, const rss::BackwardConfig& c) {
+            return op.initialize_saved(c, x, stats, dy, dx, layout, workspace, bytes, stream);
           },
           [&](rss::BackwardOperator<T>& op) { return op.rebind_saved(x, stats, dy, dx, workspace, bytes, stream); },
-          [&](rss::BackwardStrategy s, std::size_t* b) { return rss::backward_workspace_bytes<T>(s, m.rows, m.cols, b); },
+          [&](const rss::BackwardConfig& c, std::size_t* b) { return rss::backward_workspace_bytes<T>(c, m.rows, m.cols, b); },
           stream);
     });
   }
