@@ -12,13 +12,6 @@
 
 namespace rss {
 
-/// Whether a rebind asks the CUDA runtime where its pointers live. `runtime` (the default): one
-/// cudaPointerGetAttributes per matrix, about 1 us each; a pointer that is not device memory of the
-/// operator's device is refused (not_device_memory). `vouched`: the caller guarantees that every pointer is
-/// device (or managed) memory of that device, as a framework whose tensors it has already checked can; only
-/// the host-side checks run (sizes, alignment, overlap). A wrong vouch is the caller's undefined behaviour.
-enum class PointerCheck { runtime, vouched };
-
 /// Checks sizes only: negative sizes, and rows * cols * element_bytes overflowing 64-bit indexing.
 inline Status validate_shape(std::int64_t rows, std::int64_t cols, std::size_t element_bytes) noexcept {
   if (rows < 0 || cols < 0) return Status::negative_size;

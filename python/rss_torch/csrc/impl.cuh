@@ -7,6 +7,9 @@
 // then planned again for the concrete configuration automatic picked (its strategy with the cluster
 // configuration the tuning table chose: the strategy alone would take its default geometry), so later
 // calls size their workspace for that pick alone (0 bytes for most picks: no workspace is allocated then).
+// rebind keeps rss's pointer checks (cudaPointerGetAttributes, about 1 us per matrix): a tensor torch calls
+// CUDA may still be host memory (pinned memory through __cuda_array_interface__; python/tests/test_errors.py),
+// and only the runtime's answer refuses it. Skipping them on rebind was tried and let that test's call run.
 // Nothing here throws (ops.cpp turns the codes into exceptions): the entry points catch what the standard
 // library could throw (allocation) and answer kHostFailure.
 #pragma once
@@ -85,12 +88,6 @@ struct OperatorCache {
   }
 };
 
-/// Every pointer a call passes is a CUDA tensor's on the call's device: ops.cpp checks that x is a CUDA tensor
-/// and that dy and stats are on x's device, allocates y, stats, dx and the workspace there, and the cache key
-/// holds the device. So a rebind skips the runtime's pointer queries (cudaPointerGetAttributes, about 1 us
-/// each: 3 a forward, 4 a backward); the first call of a layout, through initialize, still makes them.
-constexpr rss::PointerCheck kTensorsVouched = rss::PointerCheck::vouched;
-
 /// An entry point's body without exceptions: what the standard library may throw (std::bad_alloc from the
 /// caches, std::system_error from the mutex) becomes kHostFailure.
 template <class Body>
@@ -148,7 +145,7 @@ struct Impl {
           [&](rss::Operator<T>& op, const rss::Config& c) {
             return op.initialize(c, x, y, stats, layout, workspace, bytes, stream);
           },
-          [&](rss::Operator<T>& op) { return op.rebind(x, y, stats, workspace, bytes, stream, kTensorsVouched); },
+          [&](rss::Operator<T>& op) { return op.rebind(x, y, stats, workspace, bytes, stream); },
           [&](const rss::Config& c, std::size_t* b) { return rss::workspace_bytes<T>(c, m.rows, m.cols, b); }, stream);
     });
   }
@@ -176,9 +173,7 @@ struct Impl {
           [&](rss::BackwardOperator<T>& op, const rss::BackwardConfig& c) {
             return op.initialize_saved(c, x, stats, dy, dx, layout, workspace, bytes, stream);
           },
-          [&](rss::BackwardOperator<T>& op) {
-            return op.rebind_saved(x, stats, dy, dx, workspace, bytes, stream, kTensorsVouched);
-          },
+          [&](rss::BackwardOperator<T>& op) { return op.rebind_saved(x, stats, dy, dx, workspace, bytes, stream); },
           [&](const rss::BackwardConfig& c, std::size_t* b) { return rss::backward_workspace_bytes<T>(c, m.rows, m.cols, b); },
           stream);
     });
