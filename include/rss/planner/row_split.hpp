@@ -134,7 +134,6 @@ constexpr int forward_registers(int threads, int elems, Fit fit, int storage_byt
   return registers > 40 ? registers : 40;
 }
 
-
 /// One step of a default rule: the fewest blocks of at most `max_threads` threads holding at most
 /// `cap` elements each, from clusters of `min_cluster` blocks up to `max_cluster` (0: the device's limit).
 struct SplitStep {
