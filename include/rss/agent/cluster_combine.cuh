@@ -1,10 +1,12 @@
 #pragma once
 // The combine of the row agent: a row program's per-thread partials, reduced over the block (CUB) and
-// then over the row's cluster through distributed shared memory (rss/sync/cluster_reduce.cuh). A row
+// then over the row's cluster through distributed shared memory (rss/sync/cluster_reduce.cuh: st.async
+// into every peer's slots, one mbarrier a round, no cluster barrier in the row loop). A row
 // program names the value of each of its reduction rounds (Rounds<...>); the combine owns their shared
 // storage. WithinCluster is the combine of one GPU; AcrossRanks (rss/sharded/device_path.cuh) continues across ranks.
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
+#include <cuda/ptx>
 
 #include "rss/device_info.hpp"
 #include "rss/sync/cluster_reduce.cuh"
@@ -28,17 +30,22 @@ struct RoundValue<I, Rounds<V, Rest...>> {
   using type = typename RoundValue<I - 1, Rounds<Rest...>>::type;
 };
 
-/// Cluster slots are pushed into again only after the pusher's next cluster barrier. With two rounds or
-/// more a row's round k + 1 barrier separates every push into round k's slots from the peers' reads of
-/// them, so one set suffices; with one round a block may push row i + 1's value while a slower peer still
-/// reads row i's, so two sets alternate by row (by row i + 2 every peer has passed row i + 1's barrier).
+/// Slots and mbarriers are reused with no cluster barrier between rows. A block pushes row i + 1's round k
+/// only after its wait on the round before that one, which needs every peer's push of it; a peer's thread 0
+/// pushes a round after its block reduce, whose block barrier (CUB's, Threads > 32) every thread of the peer
+/// passes after reading the slots of its earlier rounds and after its phases of them completed. With two
+/// rounds or more the round before row i + 1's round k comes after row i's round k, so that round's slots
+/// were read and its phase completed before any byte of the next use can arrive (no early complete-tx).
+/// With one round the round before is row i's own, which a peer pushes before reading it: two sets, each
+/// with its mbarrier, alternate by row (row i + 2 reuses row i's set after row i + 1's round). A thread never
+/// misses a phase: thread 0 arms the next use of an mbarrier only after that block barrier too.
 template <class R>
 inline constexpr int slot_sets = R::count == 1 ? 2 : 1;
 
 template <int Threads, int Sets, class V>
 struct RoundStorage {
   typename cub::BlockReduce<V, Threads>::TempStorage reduce;
-  V slots[Sets][portable_cluster_size];  // one per block of the cluster
+  ClusterSlots<V, portable_cluster_size> slots[Sets];
 };
 
 template <int Threads, int Sets, class... V>
@@ -59,17 +66,26 @@ template <int Threads, class R>
 struct ClusterStorage;
 template <int Threads, class... V>
 struct ClusterStorage<Threads, Rounds<V...>> {
-  RoundStorages<Threads, slot_sets<Rounds<V...>>, V...> rounds;
+  static constexpr int sets = slot_sets<Rounds<V...>>;
+  RoundStorages<Threads, sets, V...> rounds;
+  std::uint64_t filled[sizeof...(V)][sets];  // mbarriers: round I's slots[set] are complete
 };
 
 /// Block then cluster. Every thread of every block calls each member in the same order.
 template <int Threads, class R>
 class ClusterCombine {
+  static_assert(Threads > 32, "slot reuse relies on the block barrier inside CUB's block reduce");
+
  public:
   using Storage = ClusterStorage<Threads, R>;
 
   __device__ ClusterCombine(int cluster_size, Storage& storage)
-      : storage_(storage), cluster_size_(cluster_size), start_(cluster_size) {}
+      : storage_(storage), cluster_size_(cluster_size), start_(cluster_size, [&storage] {
+#if RSS_CLUSTER_DEVICE_CODE
+          for (auto& round : storage.filled)
+            for (auto& barrier : round) cuda::ptx::mbarrier_init(&barrier, 1);  // thread 0's arrive per phase
+#endif
+        }) {}
 
   /// Round I of this row: thread_value is this thread's partial; every thread gets the cluster's total,
   /// combined in block-rank order (the same bits in every block).
@@ -77,15 +93,20 @@ class ClusterCombine {
   __device__ __forceinline__ typename RoundValue<I, R>::type all_reduce(typename RoundValue<I, R>::type thread_value,
                                                                         Op op) {
     using V = typename RoundValue<I, R>::type;
+    constexpr int sets = Storage::sets;
     auto& round = round_storage<I>(storage_.rounds);
     const V block = cub::BlockReduce<V, Threads>(round.reduce).Reduce(thread_value, op);
-    return cluster_all_reduce(block, round.slots[set_], cluster_size_, start_, op);
+    // Each (round, set) mbarrier completes one phase per use: every row with one set, every other row with two.
+    const int set = sets == 2 ? static_cast<int>(rows_ & 1u) : 0;
+    const std::uint32_t parity = (sets == 2 ? rows_ >> 1 : rows_) & 1u;
+    return cluster_all_reduce(block, round.slots[set], &storage_.filled[I][set], parity, cluster_size_, start_, op);
   }
 
-  __device__ void end_row() {
-    if constexpr (slot_sets<R> == 2) set_ ^= 1;
-  }
-  /// A block without rows still completes the start barrier it arrived on.
+  __device__ void end_row() { ++rows_; }
+  /// A block without rows still completes the start barrier it arrived on. A block with rows may exit after
+  /// its last wait: every byte pushed to it belongs to a row and round it waited for (the blocks of a cluster
+  /// share their rows), and its own last st.async need nothing of it (the data left with the instruction, and
+  /// the peer it lands in waits for it).
   __device__ void finish() {
     if (start_.pending) start_.wait();
   }
@@ -94,7 +115,7 @@ class ClusterCombine {
   Storage& storage_;
   int cluster_size_;
   ClusterStart start_;
-  int set_ = 0;
+  std::uint32_t rows_ = 0;  // rows this block has combined
 };
 
 /// The combine of rows that live on one GPU: nothing from the host but the cluster size. No register budget
