@@ -12,6 +12,17 @@
 
 namespace rss {
 
+/// Whether a rebind asks the CUDA runtime where its pointers live (Operator::rebind, BackwardOperator::rebind
+/// and rebind_saved; initialize always asks). `runtime` (the default): one cudaPointerGetAttributes per matrix,
+/// statistics and workspace, about 1 us each; a pointer that is not device memory of the operator's device (or
+/// managed memory) is refused with not_device_memory. `vouched`: the caller guarantees that every pointer of the
+/// call is device (or managed) memory of that device, as a framework can for memory its own device allocator
+/// handed out; the host-side checks still run (sizes, null pointers, alignment, overlap). rss cannot check a
+/// vouch: a wrong one (host memory, another device's memory) is the caller's undefined behaviour. A framework
+/// tensor is not such a guarantee by itself: torch makes a CUDA tensor of pinned host memory exposed through
+/// __cuda_array_interface__ (the PyTorch package vouches only for storage of torch's CUDA allocator).
+enum class PointerCheck { runtime, vouched };
+
 /// Checks sizes only: negative sizes, and rows * cols * element_bytes overflowing 64-bit indexing.
 inline Status validate_shape(std::int64_t rows, std::int64_t cols, std::size_t element_bytes) noexcept {
   if (rows < 0 || cols < 0) return Status::negative_size;

@@ -282,6 +282,46 @@ TEST_CASE("an operator's config() plans the same launches as its automatic pick"
   }
 }
 
+// rebind with the pointers vouched for (a framework's tensors): no runtime queries, the same results; with the
+// runtime asked, a host pointer is still refused and the operator keeps its tensors.
+TEST_CASE("rebind with vouched pointers runs on the new tensors; the runtime check still refuses host memory", "[gpu][api]") {
+  const std::int64_t rows = 5, cols = 40000;
+  const auto values = rss_test::random_rows(rows, cols, rss_test::fresh_seed());
+  std::vector<double> reference(values.size());
+  rss::reference::rms_scaled_softmax(values.data(), reference.data(), rows, cols);
+  const std::size_t bytes_xy = values.size() * sizeof(float);
+  rss_test::DeviceBuffer x1(bytes_xy), y1(bytes_xy), x2(bytes_xy + 16), y2(bytes_xy + 16),
+      stats(static_cast<std::size_t>(rows) * sizeof(rss::RowStatistics));
+  RSS_TEST_CUDA(cudaMemcpy(x1.get(), values.data(), bytes_xy, cudaMemcpyHostToDevice));
+  float* x2p = x2.get<float>() + 1;  // off 16-byte alignment: the rebind plans another kernel
+  float* y2p = y2.get<float>() + 1;
+  RSS_TEST_CUDA(cudaMemcpy(x2p, values.data(), bytes_xy, cudaMemcpyHostToDevice));
+  std::size_t bytes = 0;
+  REQUIRE(rss::workspace_bytes<float>(Strategy::automatic, rows, cols, &bytes) == Status::success);
+  rss_test::DeviceBuffer workspace(bytes);
+  if (bytes > 0) RSS_TEST_CUDA(cudaMemset(workspace.get(), 0, bytes));
+  auto* row_stats = stats.get<rss::RowStatistics>();
+  rss::Operator<float> op;
+  REQUIRE(op.initialize(Strategy::automatic, x1.get<const float>(), y1.get<float>(), row_stats,
+                        rss::Layout::contiguous(rows, cols), workspace.get(), bytes) == Status::success);
+  std::vector<float> host(values.size());
+  CHECK(op.rebind(host.data(), y2p, row_stats, workspace.get(), bytes) == Status::not_device_memory);
+  // Vouched, the host-side checks still run: overlap and null pointers are refused, the tensors kept.
+  constexpr auto vouched = rss::PointerCheck::vouched;
+  CHECK(op.rebind(x2p, x2p + 1, row_stats, workspace.get(), bytes, nullptr, vouched) == Status::overlapping_buffers);
+  CHECK(op.rebind(nullptr, y2p, row_stats, workspace.get(), bytes, nullptr, vouched) == Status::null_pointer);
+  CHECK(op.rebind(x2p, y2p, nullptr, workspace.get(), bytes, nullptr, vouched) == Status::null_pointer);
+  for (float* x_in : {x2p, x1.get<float>()}) {
+    float* y_out = x_in == x2p ? y2p : y1.get<float>();
+    REQUIRE(op.rebind(x_in, y_out, row_stats, workspace.get(), bytes, nullptr, vouched) == Status::success);
+    REQUIRE(op.run() == Status::success);
+    RSS_TEST_CUDA(cudaDeviceSynchronize());
+    std::vector<float> out(values.size());
+    RSS_TEST_CUDA(cudaMemcpy(out.data(), y_out, bytes_xy, cudaMemcpyDeviceToHost));
+    CHECK(rss::reference::max_row_relative_error(out.data(), reference.data(), rows, cols) <= rss::reference::fp32_tolerance);
+  }
+}
+
 // Run by CTest with CUDA_VISIBLE_DEVICES set to no device: also runs where there is no GPU at all.
 TEST_CASE("without a usable device every strategy says no_device", "[.][no_device]") {
   std::vector<float> host(16, 1.0f);

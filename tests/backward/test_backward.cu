@@ -627,7 +627,9 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
   }
 
   // rebind: the same layout at other pointers, one element off 16-byte alignment (the cluster kernel changes
-  // from vectors to checked and is planned again), then back; every run matches the reference.
+  // from vectors to checked and is planned again), then back with the pointers vouched for (no runtime
+  // query); every run matches the reference. A vouched rebind still makes the host-side checks, and the
+  // runtime's check refuses host memory.
   {
     rss::BackwardOperator<float> op;
     REQUIRE(op.initialize(BackwardStrategy::automatic, x.get<float>(), y.get<float>(), dy.get<float>(), dx.get<float>(),
@@ -643,7 +645,8 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
     for (int pass = 0; pass < 2; ++pass) {
       float* out = pass == 0 ? pdx : dx.get<float>();
       const Status s = pass == 0 ? op.rebind(px, py, pdy, pdx, ws.get(), ws_bytes)
-                                 : op.rebind(x.get<float>(), y.get<float>(), dy.get<float>(), dx.get<float>(), ws.get(), ws_bytes);
+                                 : op.rebind(x.get<float>(), y.get<float>(), dy.get<float>(), dx.get<float>(), ws.get(), ws_bytes,
+                                             nullptr, rss::PointerCheck::vouched);
       REQUIRE(s == Status::success);
       RSS_TEST_CUDA(cudaMemset(out, 0xFF, m));
       REQUIRE(op.run() == Status::success);
@@ -653,6 +656,10 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
       CHECK(p.check(got) == "");
     }
     CHECK(op.rebind(px, py, pdy, px, ws.get(), ws_bytes) == Status::overlapping_buffers);  // refused: pointers kept
+    CHECK(op.rebind(px, py, pdy, px, ws.get(), ws_bytes, nullptr, rss::PointerCheck::vouched) ==
+          Status::overlapping_buffers);
+    std::vector<float> host(p.x.size());
+    CHECK(op.rebind(host.data(), py, pdy, pdx, ws.get(), ws_bytes) == Status::not_device_memory);
     RSS_TEST_CUDA(cudaMemset(dx.get(), 0xFF, m));
     REQUIRE(op.run() == Status::success);
     RSS_TEST_CUDA(cudaDeviceSynchronize());

@@ -13,7 +13,7 @@
 //   static Id id(const Config&);  static Config concrete(Id);  static bool valid(const Config&);
 //   static Status check_shape(const Call&);        sizes and leading dimensions (no device needed)
 //   static Config resolve(const Config&, const DeviceInfo&, const Call&);   automatic -> a concrete pick
-//   static Status validate(const Call&, std::size_t workspace_required, int device);
+//   static Status validate(const Call&, std::size_t workspace_required, int device, PointerCheck);
 //   static bool empty(const Call&);  static void place_workspace(Call&, void*, std::size_t);
 #include <cuda_runtime.h>
 
@@ -148,7 +148,7 @@ class OperatorAdapter {
     concrete_ = P::resolve(config, device_info_, call);
     RSS_TRY(workspace_layout<P>(config, concrete_, call.layout.rows, call.layout.cols, device_info_, &primary_bytes_,
                                 &required_));
-    RSS_TRY(P::validate(call, required_, device_));
+    RSS_TRY(P::validate(call, required_, device_, PointerCheck::runtime));
     empty_ = P::empty(call);
     if (empty_) {
       primary_.strategy = P::id(concrete_);
@@ -164,11 +164,11 @@ class OperatorAdapter {
   /// Points a ready operator at new tensors of the same layout and another workspace (a framework's fresh
   /// tensors on every step): validated like initialize(), the same strategies planned again for them (their
   /// alignment may pick another kernel) and prepared on `stream`. On a refusal the operator keeps its
-  /// previous tensors and stays ready.
-  Status rebind(const Call& call, cudaStream_t stream) noexcept {
+  /// previous tensors and stays ready. `check`: whether the runtime is asked where the pointers live.
+  Status rebind(const Call& call, cudaStream_t stream, PointerCheck check) noexcept {
     if (!ready_) return Status::invalid_strategy;
     RSS_TRY(P::check_shape(call));
-    RSS_TRY(P::validate(call, required_, device_));
+    RSS_TRY(P::validate(call, required_, device_, check));
     if (empty_) {
       primary_.call = call;
       return Status::success;

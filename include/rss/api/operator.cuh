@@ -46,11 +46,15 @@ struct ForwardProblem {
     return config.strategy == Strategy::automatic ? automatic_choice(d, c.layout.rows, c.layout.cols, dtype_of<T>).config
                                                   : config;
   }
-  static Status validate(const Call& c, std::size_t required, int device) {
-    RSS_TRY(validate_device_call(c.x, c.y, c.layout, sizeof(T), c.workspace, c.workspace_bytes, required, device));
+  static Status validate(const Call& c, std::size_t required, int device, PointerCheck check) {
+    if (check == PointerCheck::runtime) {
+      RSS_TRY(validate_device_call(c.x, c.y, c.layout, sizeof(T), c.workspace, c.workspace_bytes, required, device));
+    } else {
+      RSS_TRY(validate_call(c.x, c.y, c.layout, sizeof(T), c.workspace, c.workspace_bytes, required));
+    }
     if (c.with_stats) {
       RSS_TRY(validate_statistics(c.stats, c.x, c.y, c.layout, sizeof(T), c.workspace, required));
-      if (!c.layout.empty()) RSS_TRY(check_device_memory(c.stats, device));
+      if (check == PointerCheck::runtime && !c.layout.empty()) RSS_TRY(check_device_memory(c.stats, device));
     }
     return Status::success;
   }
@@ -113,16 +117,18 @@ class Operator {
   /// resolving automatic again. The same strategies are planned for the new pointers (their alignment may
   /// pick another kernel) and prepared on `stream`. invalid_strategy when the operator is not ready or was
   /// initialised with statistics (use the overload with stats); on any refusal it keeps its tensors.
-  Status rebind(const T* x, T* y, void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
+  /// `check`: whether the CUDA runtime is asked that the pointers are device memory (rss::PointerCheck).
+  Status rebind(const T* x, T* y, void* workspace, std::size_t workspace_bytes, cudaStream_t stream = nullptr,
+                PointerCheck check = PointerCheck::runtime) noexcept {
     if (adapter_.call().with_stats) return Status::invalid_strategy;
-    return adapter_.rebind({x, y, adapter_.call().layout, workspace, workspace_bytes}, stream);
+    return adapter_.rebind({x, y, adapter_.call().layout, workspace, workspace_bytes}, stream, check);
   }
 
   /// rebind for an operator initialised with statistics.
   Status rebind(const T* x, T* y, RowStatistics* stats, void* workspace, std::size_t workspace_bytes,
-                cudaStream_t stream = nullptr) noexcept {
+                cudaStream_t stream = nullptr, PointerCheck check = PointerCheck::runtime) noexcept {
     if (!adapter_.call().with_stats) return Status::invalid_strategy;
-    return adapter_.rebind({x, y, adapter_.call().layout, workspace, workspace_bytes, stats, true}, stream);
+    return adapter_.rebind({x, y, adapter_.call().layout, workspace, workspace_bytes, stats, true}, stream, check);
   }
 
   /// Launches on `stream`, on the device the operator was initialised on (made current for the call

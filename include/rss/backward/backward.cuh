@@ -61,7 +61,7 @@ struct BackwardProblem {
   }
   /// validate_backward_call (or, with statistics, validate_backward_saved_call), then every matrix (and the
   /// statistics and the workspace, when used) is memory of `device`.
-  static Status validate(const Call& c, std::size_t required, int device) {
+  static Status validate(const Call& c, std::size_t required, int device, PointerCheck check) {
     const BackwardLayout& l = c.layout;
     if (c.saved) {
       RSS_TRY(validate_backward_saved_call(c.x, c.stats, sizeof(RowStatistics), c.dy, c.dx, l, sizeof(T), c.workspace,
@@ -69,7 +69,7 @@ struct BackwardProblem {
     } else {
       RSS_TRY(validate_backward_call(c.x, c.y, c.dy, c.dx, l, sizeof(T), c.workspace, c.workspace_bytes, required));
     }
-    if (l.empty()) return Status::success;
+    if (l.empty() || check == PointerCheck::vouched) return Status::success;
     const void* y_or_stats = c.saved ? static_cast<const void*>(c.stats) : static_cast<const void*>(c.y);
     for (const void* p : {static_cast<const void*>(c.x), y_or_stats, static_cast<const void*>(c.dy), static_cast<const void*>(c.dx)}) {
       RSS_TRY(check_device_memory(p, device));
@@ -133,18 +133,21 @@ class BackwardOperator {
   /// Points a ready operator at other matrices and another workspace of the same layout (a framework's
   /// fresh tensors on every step): validated like initialize(), planned again for the new pointers (their
   /// alignment may change the kernel). On a refusal the operator keeps its previous pointers.
+  /// `check`: whether the CUDA runtime is asked that the pointers are device memory (rss::PointerCheck).
   Status rebind(const T* x, const T* y, const T* dy, T* dx, void* workspace, std::size_t workspace_bytes,
-                cudaStream_t stream = nullptr) noexcept {
+                cudaStream_t stream = nullptr, PointerCheck check = PointerCheck::runtime) noexcept {
     if (saved()) return Status::invalid_strategy;  // initialised with saved statistics: rebind_saved
-    return adapter_.rebind({x, y, nullptr, dy, dx, adapter_.call().layout, workspace, workspace_bytes}, stream);
+    return adapter_.rebind({x, y, nullptr, dy, dx, adapter_.call().layout, workspace, workspace_bytes}, stream, check);
   }
 
   /// rebind for an operator initialised with initialize_saved().
   Status rebind_saved(const T* x, const RowStatistics* stats, const T* dy, T* dx, void* workspace,
-                      std::size_t workspace_bytes, cudaStream_t stream = nullptr) noexcept {
+                      std::size_t workspace_bytes, cudaStream_t stream = nullptr,
+                      PointerCheck check = PointerCheck::runtime) noexcept {
     if (adapter_.ready() && !saved()) return Status::invalid_strategy;
     if (stats == nullptr && !adapter_.call().layout.empty()) return Status::null_pointer;
-    return adapter_.rebind({x, nullptr, stats, dy, dx, adapter_.call().layout, workspace, workspace_bytes, true}, stream);
+    return adapter_.rebind({x, nullptr, stats, dy, dx, adapter_.call().layout, workspace, workspace_bytes, true}, stream,
+                           check);
   }
 
   /// The launches run() makes, without making them.
