@@ -82,7 +82,7 @@ run_tests() {
   # The whole suite with the error cases last, after torch.compile and CUDA Graphs have run in the process (the
   # order in which the earlier design crashed).
   logged pytest.log "$venv/bin/python" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
-    --junitxml="$out/pytest.xml" python/tests/test_rss_torch.py python/tests/test_errors.py
+    --junitxml="$out/pytest.xml" python/tests/test_rss_torch.py python/tests/test_pointer_checks.py python/tests/test_errors.py
 }
 
 eager() {  # $1: dtype

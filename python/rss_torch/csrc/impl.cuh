@@ -7,9 +7,11 @@
 // then planned again for the concrete configuration automatic picked (its strategy with the cluster
 // configuration the tuning table chose: the strategy alone would take its default geometry), so later
 // calls size their workspace for that pick alone (0 bytes for most picks: no workspace is allocated then).
-// rebind keeps rss's pointer checks (cudaPointerGetAttributes, about 1 us per matrix): a tensor torch calls
-// CUDA may still be host memory (pinned memory through __cuda_array_interface__; python/tests/test_errors.py),
-// and only the runtime's answer refuses it. Skipping them on rebind was tried and let that test's call run.
+// rebind asks the runtime where the pointers live (cudaPointerGetAttributes, about 1 us per matrix) unless
+// ops.cpp vouched for every one of them (Matrices::vouched: storage torch's CUDA allocator handed out). Being a
+// CUDA tensor is not enough: pinned host memory through __cuda_array_interface__ is one
+// (python/tests/test_errors.py), and only the runtime's answer refuses it; skipping the checks for every tensor
+// was tried (8876266) and let that test's call run (5a5840a).
 // Nothing here throws (ops.cpp turns the codes into exceptions): the entry points catch what the standard
 // library could throw (allocation) and answer kHostFailure.
 #pragma once
@@ -88,6 +90,11 @@ struct OperatorCache {
   }
 };
 
+/// How a planned layout's rebind checks this call's pointers.
+inline rss::PointerCheck pointer_check(const Matrices& m) {
+  return m.vouched ? rss::PointerCheck::vouched : rss::PointerCheck::runtime;
+}
+
 /// An entry point's body without exceptions: what the standard library may throw (std::bad_alloc from the
 /// caches, std::system_error from the mutex) becomes kHostFailure.
 template <class Body>
@@ -145,7 +152,7 @@ struct Impl {
           [&](rss::Operator<T>& op, const rss::Config& c) {
             return op.initialize(c, x, y, stats, layout, workspace, bytes, stream);
           },
-          [&](rss::Operator<T>& op) { return op.rebind(x, y, stats, workspace, bytes, stream); },
+          [&](rss::Operator<T>& op) { return op.rebind(x, y, stats, workspace, bytes, stream, pointer_check(m)); },
           [&](const rss::Config& c, std::size_t* b) { return rss::workspace_bytes<T>(c, m.rows, m.cols, b); }, stream);
     });
   }
@@ -173,7 +180,9 @@ struct Impl {
           [&](rss::BackwardOperator<T>& op, const rss::BackwardConfig& c) {
             return op.initialize_saved(c, x, stats, dy, dx, layout, workspace, bytes, stream);
           },
-          [&](rss::BackwardOperator<T>& op) { return op.rebind_saved(x, stats, dy, dx, workspace, bytes, stream); },
+          [&](rss::BackwardOperator<T>& op) {
+            return op.rebind_saved(x, stats, dy, dx, workspace, bytes, stream, pointer_check(m));
+          },
           [&](const rss::BackwardConfig& c, std::size_t* b) { return rss::backward_workspace_bytes<T>(c, m.rows, m.cols, b); },
           stream);
     });

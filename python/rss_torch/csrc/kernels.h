@@ -15,13 +15,17 @@ constexpr int kHostFailure = -2;
 
 /// Matrices of one call, row-major with leading dimensions in elements. `out` is y (forward) or dx (backward).
 /// `stats` holds `rows` rss::RowStatistics (12 bytes each, in row order): the forward writes them, the backward
-/// reads them and recomputes y from x (y is not an input of the backward).
+/// reads them and recomputes y from x (y is not an input of the backward). `vouched`: every pointer of the call
+/// (the workspace's included) is memory torch's CUDA allocator handed out on the call's device, so a planned
+/// layout's rebind skips the runtime's pointer queries (rss::PointerCheck::vouched; ops.cpp decides, from each
+/// storage's deleter). The first call of a layout (initialize) asks the runtime whatever this says.
 struct Matrices {
   const void* x;
   const void* dy;  // backward only
   void* stats;
   void* out;
   std::int64_t rows, cols, ld_x, ld_dy, ld_out;
+  bool vouched;
 };
 
 // Per storage type and direction: the workspace bytes a call of this layout needs (the planned operator's,

@@ -15,6 +15,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/util/SmallVector.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <tuple>
 
 #include "kernels.h"
@@ -114,6 +116,56 @@ RowView as_rows(const at::Tensor& t) {
   return {t.contiguous(), rows, cols, cols};
 }
 
+/// The deleter torch's CUDA allocator attaches to every storage it hands out (c10::Allocator::raw_deleter: "allocate()
+/// is guaranteed to return a unique_ptr with this deleter attached"), or null when that allocator is not one of
+/// torch's own: its caching allocator ("native", also with caching turned off: cudaMalloc) or its
+/// cudaMallocAsync backend, both device memory of the storage's device. An allocator plugged in from Python
+/// (CUDAPluggableAllocator, "pluggable") may hand out anything: not vouched for.
+c10::DeleterFnPtr device_allocator_deleter() {
+  c10::cuda::CUDACachingAllocator::CUDAAllocator* allocator = c10::cuda::CUDACachingAllocator::get();
+  if (allocator == nullptr) return nullptr;
+  const std::string name = allocator->name();  // short: no heap allocation
+  if (name != "native" && name != "cudaMallocAsync") return nullptr;
+  return allocator->raw_deleter();
+}
+
+/// Whether `bytes` from `data` are vouched for (rss::PointerCheck::vouched: rss then skips cudaPointerGetAttributes,
+/// about 1 us a pointer): they lie inside allocation `p`, which torch's CUDA allocator handed out (`deleter`,
+/// above) on `device`, of `capacity` bytes. The bounds are checked too, not assumed: a storage may be shrunk
+/// under its tensors (untyped_storage().resize_(0), as FSDP frees parameters). Everything else keeps rss's
+/// check: a tensor torch made around foreign memory (torch.as_tensor of an object with __cuda_array_interface__,
+/// which may be pinned host memory; from_blob; DLPack imports; CUDA IPC) carries the deleter its maker gave it,
+/// never the allocator's, and copy-on-write storages carry their own.
+bool allocated_by(const c10::DataPtr& p, std::size_t capacity, const void* data, std::uint64_t bytes,
+                  c10::DeleterFnPtr deleter, c10::Device device) {
+  if (deleter == nullptr || p.get_deleter() != deleter || p.device() != device || p.get() == nullptr) return false;
+  const auto base = reinterpret_cast<std::uintptr_t>(p.get()), at = reinterpret_cast<std::uintptr_t>(data);
+  return at >= base && bytes <= capacity && at - base <= capacity - bytes;
+}
+
+/// The same for `bytes` from `data` inside t's storage.
+bool allocated_by(const at::Tensor& t, const void* data, std::uint64_t bytes, c10::DeleterFnPtr deleter,
+                  c10::Device device) {
+  if (deleter == nullptr || !t.has_storage()) return false;
+  const c10::Storage& storage = t.storage();
+  return allocated_by(storage.data_ptr(), storage.nbytes(), data, bytes, deleter, device);
+}
+
+/// Bytes from the first element of rows x cols with leading dimension ld to one past the last (rows, cols > 0).
+std::uint64_t extent_bytes(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::size_t element_bytes) {
+  return (static_cast<std::uint64_t>(rows - 1) * static_cast<std::uint64_t>(ld) + static_cast<std::uint64_t>(cols)) *
+         element_bytes;
+}
+
+/// rss::_vouches_for(Tensor t) -> bool, for the tests: whether the operators would skip rss's pointer queries for
+/// t's memory (every element t spans, on t's device). An empty tensor spans nothing and is not vouched for.
+bool vouches_for(const at::Tensor& t) {
+  if (!t.has_storage() || t.numel() == 0) return false;
+  std::uint64_t last = 0;  // offset of the last element, in elements (torch's strides are not negative)
+  for (std::int64_t d = 0; d < t.dim(); ++d) last += static_cast<std::uint64_t>(t.size(d) - 1) * t.stride(d);
+  return allocated_by(t, t.data_ptr(), (last + 1) * t.element_size(), device_allocator_deleter(), t.device());
+}
+
 void check_status(int status, const char* op) {
   if (status == 0) return;
   const char* message = rss_torch::status_message(status);
@@ -127,46 +179,65 @@ void check_status(int status, const char* op) {
 
 /// Runs one of the per-type entry points: the workspace query (the planned layout's size, remembered), a
 /// workspace from the caching allocator when it is not 0 bytes (its blocks are 512-byte aligned; rss asks for
-/// 256), then the call on the current stream.
+/// 256), then the call on the current stream. `m.vouched` comes in for the tensors and holds for the call when
+/// the workspace is the allocator's too.
 template <class Query, class Call>
-void run(const at::Tensor& like, const rss_torch::Matrices& m, const char* op, Query query, Call call) {
+void run(const at::Tensor& like, rss_torch::Matrices m, c10::DeleterFnPtr deleter, const char* op, Query query,
+         Call call) {
   const int device = like.get_device();
   std::size_t bytes = 0;
   check_status(query(device, m, &bytes), op);
   at::Tensor workspace;
-  if (bytes > 0) workspace = at::empty({static_cast<std::int64_t>(bytes)}, like.options().dtype(at::kByte));
+  if (bytes > 0) {
+    workspace = at::empty({static_cast<std::int64_t>(bytes)}, like.options().dtype(at::kByte));
+    m.vouched = m.vouched && allocated_by(workspace, workspace.data_ptr(), bytes, deleter, like.device());
+  }
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
   check_status(call(device, m, bytes > 0 ? workspace.data_ptr() : nullptr, bytes, stream), op);
 }
 
 std::tuple<at::Tensor, at::Tensor> forward_kernel(const at::Tensor& x_in) {
   check_input(x_in, kForward, "x");
-  const c10::cuda::CUDAGuard guard(x_in.device());
+  const c10::Device device = x_in.device();
+  const c10::cuda::CUDAGuard guard(device);
   at::Tensor y = at::empty(x_in.sizes(), x_in.options());  // contiguous, like the fake kernel's
   at::Tensor stats = at::empty(stats_shape(x_in), x_in.options().dtype(at::kFloat));
   const RowView x = as_rows(x_in);
   if (x.rows == 0 || x.cols == 0) return {y, stats};
-  const rss_torch::Matrices m{x.t.data_ptr(), nullptr, stats.data_ptr(), y.data_ptr(), x.rows, x.cols, x.ld, 0, x.cols};
+  const c10::DeleterFnPtr deleter = device_allocator_deleter();
+  const std::size_t size = x_in.element_size();
+  const bool vouched = allocated_by(x.t, x.t.data_ptr(), extent_bytes(x.rows, x.cols, x.ld, size), deleter, device) &&
+                       allocated_by(y, y.data_ptr(), extent_bytes(x.rows, x.cols, x.cols, size), deleter, device) &&
+                       allocated_by(stats, stats.data_ptr(), extent_bytes(x.rows, 3, 3, sizeof(float)), deleter, device);
+  const rss_torch::Matrices m{x.t.data_ptr(), nullptr, stats.data_ptr(), y.data_ptr(), x.rows, x.cols, x.ld, 0, x.cols,
+                              vouched};
   switch (x_in.scalar_type()) {
-    case at::kFloat: run(x_in, m, kForward, rss_torch::fp32_forward_workspace, rss_torch::fp32_forward); break;
-    case at::kBFloat16: run(x_in, m, kForward, rss_torch::bf16_forward_workspace, rss_torch::bf16_forward); break;
-    default: run(x_in, m, kForward, rss_torch::fp16_forward_workspace, rss_torch::fp16_forward); break;
+    case at::kFloat: run(x_in, m, deleter, kForward, rss_torch::fp32_forward_workspace, rss_torch::fp32_forward); break;
+    case at::kBFloat16: run(x_in, m, deleter, kForward, rss_torch::bf16_forward_workspace, rss_torch::bf16_forward); break;
+    default: run(x_in, m, deleter, kForward, rss_torch::fp16_forward_workspace, rss_torch::fp16_forward); break;
   }
   return {y, stats};
 }
 
 at::Tensor backward_kernel(const at::Tensor& x_in, const at::Tensor& stats, const at::Tensor& dy_in) {
   check_backward(x_in, stats, dy_in);
-  const c10::cuda::CUDAGuard guard(x_in.device());
+  const c10::Device device = x_in.device();
+  const c10::cuda::CUDAGuard guard(device);
   at::Tensor dx = at::empty(x_in.sizes(), x_in.options());
   const RowView x = as_rows(x_in), dy = as_rows(dy_in);
   if (x.rows == 0 || x.cols == 0) return dx;
+  const c10::DeleterFnPtr deleter = device_allocator_deleter();
+  const std::size_t size = x_in.element_size();
+  const bool vouched = allocated_by(x.t, x.t.data_ptr(), extent_bytes(x.rows, x.cols, x.ld, size), deleter, device) &&
+                       allocated_by(dy.t, dy.t.data_ptr(), extent_bytes(x.rows, x.cols, dy.ld, size), deleter, device) &&
+                       allocated_by(stats, stats.data_ptr(), extent_bytes(x.rows, 3, 3, sizeof(float)), deleter, device) &&
+                       allocated_by(dx, dx.data_ptr(), extent_bytes(x.rows, x.cols, x.cols, size), deleter, device);
   const rss_torch::Matrices m{x.t.data_ptr(), dy.t.data_ptr(), stats.data_ptr(), dx.data_ptr(), x.rows, x.cols,
-                              x.ld,           dy.ld,           x.cols};
+                              x.ld,           dy.ld,           x.cols,          vouched};
   switch (x_in.scalar_type()) {
-    case at::kFloat: run(x_in, m, kBackward, rss_torch::fp32_backward_workspace, rss_torch::fp32_backward); break;
-    case at::kBFloat16: run(x_in, m, kBackward, rss_torch::bf16_backward_workspace, rss_torch::bf16_backward); break;
-    default: run(x_in, m, kBackward, rss_torch::fp16_backward_workspace, rss_torch::fp16_backward); break;
+    case at::kFloat: run(x_in, m, deleter, kBackward, rss_torch::fp32_backward_workspace, rss_torch::fp32_backward); break;
+    case at::kBFloat16: run(x_in, m, deleter, kBackward, rss_torch::bf16_backward_workspace, rss_torch::bf16_backward); break;
+    default: run(x_in, m, deleter, kBackward, rss_torch::fp16_backward_workspace, rss_torch::fp16_backward); break;
   }
   return dx;
 }
@@ -226,6 +297,8 @@ TORCH_LIBRARY(rss, m) {
   m.set_python_module("rss_torch");  // where the fake kernels live: torch imports it when tracing needs them
   m.def("rms_scaled_softmax(Tensor x) -> (Tensor, Tensor)");
   m.def("rms_scaled_softmax_backward(Tensor x, Tensor stats, Tensor dy) -> Tensor");
+  // For the tests: whether the operators vouch for t's memory (skip rss's pointer queries), on any device.
+  m.def("_vouches_for(Tensor t) -> bool", &vouches_for);
 }
 
 TORCH_LIBRARY_IMPL(rss, CUDA, m) {
