@@ -15,6 +15,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/util/SmallVector.h>
@@ -166,6 +167,14 @@ bool vouches_for(const at::Tensor& t) {
   return allocated_by(t, t.data_ptr(), (last + 1) * t.element_size(), device_allocator_deleter(), t.device());
 }
 
+/// A CUDA tensor from the allocator straight, without the dispatcher's hops of at::empty (BackendSelect, then
+/// the CUDA kernel of aten::empty); the same allocation (torch's CUDA allocator on the current stream, CUDA Graph
+/// pools included). at::empty would only add, under torch.use_deterministic_algorithms with
+/// fill_uninitialized_memory, a fill of memory the operators overwrite entirely.
+at::Tensor uninitialized(c10::IntArrayRef sizes, at::ScalarType dtype, c10::Device device) {
+  return at::Tensor(at::detail::empty_cuda(sizes, dtype, device, std::nullopt));
+}
+
 void check_status(int status, const char* op) {
   if (status == 0) return;
   const char* message = rss_torch::status_message(status);
@@ -178,8 +187,11 @@ void check_status(int status, const char* op) {
 }
 
 /// Runs one of the per-type entry points: the workspace query (the planned layout's size, remembered), a
-/// workspace from the caching allocator when it is not 0 bytes (its blocks are 512-byte aligned; rss asks for
-/// 256), then the call on the current stream. `m.vouched` comes in for the tensors and holds for the call when
+/// workspace from the CUDA allocator when it is not 0 bytes (the caching allocator's blocks are 512-byte aligned;
+/// rss asks for 256), then the call on the current stream. The workspace is a bare allocation, not a tensor
+/// (why safe: at::empty allocates it the same way, from the same allocator on the current stream, and a tensor
+/// around it adds only a TensorImpl and two dispatcher hops); freed when this returns, after the launch, it is
+/// reused in stream order, as the tensor was. `m.vouched` comes in for the tensors and holds for the call when
 /// the workspace is the allocator's too.
 template <class Query, class Call>
 void run(const at::Tensor& like, rss_torch::Matrices m, c10::DeleterFnPtr deleter, const char* op, Query query,
@@ -187,21 +199,21 @@ void run(const at::Tensor& like, rss_torch::Matrices m, c10::DeleterFnPtr delete
   const int device = like.get_device();
   std::size_t bytes = 0;
   check_status(query(device, m, &bytes), op);
-  at::Tensor workspace;
+  c10::DataPtr workspace;
   if (bytes > 0) {
-    workspace = at::empty({static_cast<std::int64_t>(bytes)}, like.options().dtype(at::kByte));
-    m.vouched = m.vouched && allocated_by(workspace, workspace.data_ptr(), bytes, deleter, like.device());
+    workspace = c10::cuda::CUDACachingAllocator::get()->allocate(bytes);
+    m.vouched = m.vouched && allocated_by(workspace, bytes, workspace.get(), bytes, deleter, like.device());
   }
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
-  check_status(call(device, m, bytes > 0 ? workspace.data_ptr() : nullptr, bytes, stream), op);
+  check_status(call(device, m, bytes > 0 ? workspace.get() : nullptr, bytes, stream), op);
 }
 
 std::tuple<at::Tensor, at::Tensor> forward_kernel(const at::Tensor& x_in) {
   check_input(x_in, kForward, "x");
   const c10::Device device = x_in.device();
   const c10::cuda::CUDAGuard guard(device);
-  at::Tensor y = at::empty(x_in.sizes(), x_in.options());  // contiguous, like the fake kernel's
-  at::Tensor stats = at::empty(stats_shape(x_in), x_in.options().dtype(at::kFloat));
+  at::Tensor y = uninitialized(x_in.sizes(), x_in.scalar_type(), device);  // contiguous, like the fake kernel's
+  at::Tensor stats = uninitialized(stats_shape(x_in), at::kFloat, device);
   const RowView x = as_rows(x_in);
   if (x.rows == 0 || x.cols == 0) return {y, stats};
   const c10::DeleterFnPtr deleter = device_allocator_deleter();
@@ -223,7 +235,7 @@ at::Tensor backward_kernel(const at::Tensor& x_in, const at::Tensor& stats, cons
   check_backward(x_in, stats, dy_in);
   const c10::Device device = x_in.device();
   const c10::cuda::CUDAGuard guard(device);
-  at::Tensor dx = at::empty(x_in.sizes(), x_in.options());
+  at::Tensor dx = uninitialized(x_in.sizes(), x_in.scalar_type(), device);
   const RowView x = as_rows(x_in), dy = as_rows(dy_in);
   if (x.rows == 0 || x.cols == 0) return dx;
   const c10::DeleterFnPtr deleter = device_allocator_deleter();
@@ -276,7 +288,9 @@ class RmsScaledSoftmax : public torch::autograd::Function<RmsScaledSoftmax> {
     if (!dy.defined()) return {at::Tensor()};  // only stats was used: no gradient reaches x
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& x = saved[0];
-    return {backward_op().call(x, saved[1], dy.to(x.scalar_type()))};
+    // dy in x's dtype; .to() of the same dtype returns dy itself, so skip its dispatcher call (why safe: the
+    // same tensor either way).
+    return {backward_op().call(x, saved[1], dy.scalar_type() == x.scalar_type() ? dy : dy.to(x.scalar_type()))};
   }
 };
 
