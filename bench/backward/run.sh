@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Backward bench: rss_backward_bench (the backward strategies and the floor, Google Benchmark JSON), then
-# peers.py (torch autograd backward, eager and compiled, with graph replay; forward+backward through the
-# PyTorch operator against torch.compile), then summarize.py. Builds nothing: the bench binary must exist.
+# Backward bench: rss_backward_bench (the backward strategies and the floor, Google Benchmark JSON), then the
+# torch peers (rssbench peers --suite backward: torch autograd backward, eager and compiled, with graph replay;
+# forward+backward through the PyTorch operator against torch.compile), then summarize.py. Builds nothing: the
+# bench binary must exist.
 #
 #   bash bench/backward/run.sh OUTDIR
 #
@@ -32,14 +33,14 @@ tail -n 5 "$out/rss_backward.log"
 [ $rc -eq 0 ] || { echo "run.sh: rss_backward_bench failed (exit $rc), see $out/rss_backward.log" >&2; exit $rc; }
 peers=()
 if [ "${PEERS:-1}" != 0 ]; then
-  timeout "${PEERS_TIMEOUT:-300}" python3 "$here/peers.py" --shapes "$shapes" --dtypes "$dtypes" --rounds "$rounds" --iterations "$iterations" \
-    --out "$out/peers.json" > "$out/peers.log" 2>&1
+  timeout "${PEERS_TIMEOUT:-300}" python3 "$root/bench/rssbench" peers --suite backward --shapes "$shapes" --dtypes "$dtypes" \
+    --rounds "$rounds" --iterations "$iterations" --out "$out/peers.json" > "$out/peers.log" 2>&1
   prc=$?
   tail -n 3 "$out/peers.log"
   if [ $prc -eq 0 ]; then
     peers=(--peers "$out/peers.json")
   else
-    echo "run.sh: peers.py failed or timed out (exit $prc)" >&2
+    echo "run.sh: the peers failed or timed out (exit $prc)" >&2
     if [ -f "$out/peers.json.partial" ]; then peers=(--peers "$out/peers.json.partial"); fi
   fi
 fi

@@ -1,204 +1,440 @@
 #!/usr/bin/env python3
-"""torch peers of rms_scaled_softmax, measured with the same protocol as the C++ bench (docs/protocol.md).
+"""torch peers of rms_scaled_softmax, timed with the protocol of the C++ benches (docs/protocol.md): one timing
+core, the operator (suite) a parameter.
 
-    python3 bench/rssbench peers --session N --rounds R --iterations K --seed S \
-        --shapes "1x131072,8x131072,..." --shape-order forward|reverse --out FILE.json [--dtypes fp32,bf16]
+    python3 bench/rssbench peers [--suite forward] --session N --out FILE.json   (what `rssbench session` runs)
+    python3 bench/rssbench peers --suite backward --out peers.json               (bench/backward/run.sh)
+    python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
 
-Variants: torch_eager (a plain torch implementation), torch_compile (torch.compile of the same function,
-static shapes), and each replayed from a CUDA Graph captured after warm-up (torch_eager_graph,
-torch_compile_graph). Each is checked against a float64 torch reference first; max_rel_err is, over rows,
-max_j |y_ij - ref_ij| / max_j |ref_ij|, flagged on stderr above 1e-5 (fp32) or 1e-2 (bf16/fp16).
+Suites (`_graph`: captured in a CUDA Graph after warm-up, timed as graph.replay()):
+  forward   torch_eager(_graph), torch_compile(_graph): the composed torch expression, eager and torch.compile
+            (static shapes), on the shared fixture (fixture.py, --fixture-seed) cast to the dtype
+  backward  *_bwd: dx from x, y, dy (its forward ran before timing, graph retained): autograd of the composed
+            expression (torch_eager, torch_compile) or rss_op_bwd (torch.ops.rss backward from the row statistics
+            its forward returned); *_fwdbwd: y = f(x), then dx, through the same or the rss_torch operator. The
+            rss_op variants run only where the rss_torch package (python/) is importable.
+  sharded   torch_distributed: the operator over an NCCL process group, one process per GPU (--world), columns
+            split as bench/sharded/sharded_bench.cu splits them; a sample is the slowest rank's.
 
 Per (shape, dtype), in every round the variants run in an order shuffled by
-random.Random(f"peers/{seed}/{session}/{rows}x{cols}/{dtype}/{round}"), each: 3 unrecorded warm calls, then
-`iterations` host samples (time.perf_counter around the call and torch.cuda.synchronize), then one batched
-event interval (events around `iterations` back-to-back calls, divided by `iterations`) as device_us.
-Counting kernels with the profiler would be too slow, so kernels = -1 (unknown) and launches = 1 for graph
-replay, -1 (unknown) otherwise; logical_bytes = -1 (unknown). The input is the shared fixture
-(fixture.py, --fixture-seed, default 42) cast to the dtype. The file is written to FILE.json.partial after
-each shape and renamed to FILE.json at the end, so an interrupted run never looks complete.
-
-Needs torch with CUDA: without them it says so and exits with code 3.
+random.Random(f"{suite}/{seed}/{session}/{rows}x{cols}/{dtype}/{round}"). Each is built afresh for its turn (its
+forward, its graph) and released after it, then: --warmup calls, --iterations host samples (time.perf_counter
+around the call and torch.cuda.synchronize), one batched event interval (torch.cuda.Event around --iterations
+back-to-back calls, divided by their count: device_us; it can include host supply gaps). Triton's and torch's
+benchmark helpers time the device alone (and flush caches): the protocol's metric is host completion time.
+max_rel_err, checked on a variant's first build against float64: per row |out - ref| / |ref|, the worst row;
+max norm (forward), 2-norm (backward: dx; sharded: rows 0, rows/2, rows-1 and up to 5 more). Above the dtype's
+tolerance it is flagged on stderr. A variant that fails is recorded as failed and skipped (sharded: it stops).
+Records: forward and backward rss-records/2 (records.py; kernels -1 and logical_bytes -1: unknown, launches 1 for
+graph replay); sharded sharded_bench's own JSON (bench/sharded/report.py reads both). FILE.partial is written
+after each shape and renamed to FILE at the end, so an interrupted run never looks complete.
+Without torch, or without a CUDA device, it says so and exits with code 3.
 """
 import argparse
 import json
+import math
 import os
 import random
-import subprocess
+import socket
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fixture  # noqa: E402
 import records  # noqa: E402
-import peer_support  # noqa: E402
+import session  # noqa: E402  (nvidia_smi)
 
-EXIT_NO_TORCH = peer_support.EXIT_NO_TORCH
+EXIT_NO_TORCH = 3
 EPS = 1e-5
-WARM_CALLS = 3
-VARIANTS = records.PEERS
 TOLERANCE = {"fp32": 1e-5, "bf16": 1e-2, "fp16": 1e-2}
 TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-torch = None  # imported in main(), so that this module imports without torch
+BACKWARD = ("torch_eager_bwd", "torch_eager_bwd_graph", "torch_compile_bwd", "torch_compile_bwd_graph", "rss_op_bwd",
+            "rss_op_bwd_graph", "torch_eager_fwdbwd", "torch_compile_fwdbwd", "torch_compile_fwdbwd_graph",
+            "rss_op_fwdbwd", "rss_op_fwdbwd_graph")
+SUITES = {  # variants, then the defaults of --shapes --dtypes --rounds --iterations --warmup
+    "forward": (records.PEERS, "1x131072,8x131072,64x131072", "fp32", 10, 50, 3),
+    "backward": (BACKWARD, "32x128256,4096x4096,16384x8192,4096x32768,1x131072,64x131072", "fp32,bf16", 3, 50, 3),
+    "sharded": (("torch_distributed",), "32x128256,4096x128256,64x131072,1x16777216", "fp32,bf16", 5, 20, 5),
+}
+PRODUCER = {"forward": "torch_peers", "backward": "backward_torch_peers", "sharded": "torch_distributed_peer"}
+torch = dist = None  # bound by import_torch() once the options are read: --help needs neither torch nor numpy
 
 
-def rms_scaled_softmax(x):
-    """The operator in plain torch; bf16/fp16 I/O with fp32 arithmetic."""
-    xf = x.float()
+def import_torch():
+    """Binds torch and torch.distributed; False, after saying why on stderr, without torch or a CUDA device."""
+    global torch, dist
+    try:
+        import torch
+        import torch._dynamo  # noqa: F401  (their configs are set in run())
+        import torch._functorch.config  # noqa: F401
+        import torch.distributed as dist
+    except ImportError as e:
+        print(f"rssbench peers: torch is not installed ({e}); these peers need torch with CUDA and an NVIDIA GPU",
+              file=sys.stderr)
+        return False
+    if not torch.cuda.is_available():
+        print("rssbench peers: torch has no usable CUDA device; these peers need torch with CUDA and an NVIDIA GPU",
+              file=sys.stderr)
+        return False
+    return True
+
+
+def composed(x):
+    """The operator in plain torch: fp32 arithmetic for every storage type, float64 for the reference."""
+    xf = x if x.dtype == torch.float64 else x.float()
     r = torch.rsqrt(xf.square().mean(-1, keepdim=True) + EPS)
-    m = xf.amax(-1, keepdim=True)
-    e = torch.exp(r * (xf - m))  # r > 0, so subtracting max(x) before scaling is valid
+    e = torch.exp(r * (xf - xf.amax(-1, keepdim=True).detach()))  # r > 0: shifting by max(x) is valid
     return (e / e.sum(-1, keepdim=True)).to(x.dtype)
 
 
-def max_rel_err(y, x):
-    x64 = x.double()
-    r = torch.rsqrt(x64.square().mean(-1, keepdim=True) + EPS)
-    e = torch.exp(r * (x64 - x64.amax(-1, keepdim=True)))
-    ref = e / e.sum(-1, keepdim=True)
-    return ((y.double() - ref).abs().amax(-1) / ref.abs().amax(-1)).max().item()
+def sharded_composed(x, cols, world):
+    """The operator over a tensor-parallel group: local max and sum of squares, all-gather, local exp-sum,
+    all-reduce, normalise (fp32 arithmetic)."""
+    xf = x.float()
+    stats = torch.stack([xf.amax(dim=1), xf.square().sum(dim=1)])
+    gathered = torch.empty((world,) + tuple(stats.shape), dtype=stats.dtype, device=x.device)
+    dist.all_gather_into_tensor(gathered, stats)
+    r = torch.rsqrt(gathered[:, 1].sum(dim=0) / cols + EPS)
+    e = torch.exp((xf - gathered[:, 0].amax(dim=0)[:, None]) * r[:, None])
+    z = e.sum(dim=1)
+    dist.all_reduce(z)
+    return (e / z[:, None]).to(x.dtype)
 
 
-def capture(fn, x):
-    """A CUDA Graph of fn(x), captured after warm-up on a side stream (as torch's docs require)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(WARM_CALLS):
-            fn(x)
-    torch.cuda.current_stream().wait_stream(side)
+def rel_err(out, ref, order):
+    """The worst row's |out - ref| / |ref| (vector norm of that order), in float64."""
+    norm = lambda t: torch.linalg.vector_norm(t, order, dim=-1)  # noqa: E731
+    return (norm(out.double() - ref) / norm(ref)).max().item()
+
+
+def random_input(rows, cols, dtype, seed, with_dy=False):
+    """x (and dy) from a CUDA generator seeded by (seed, shape), the same on every rank: as sharded_bench's input,
+    row i is s_i (u + o_i), s_i in [0.25, 4), o_i in [-2, 2), u in [-4, 4), never zero; dy in [-1, 1)."""
+    gen = torch.Generator(device="cuda").manual_seed(seed + rows * 1000003 + cols)
+    u = lambda *shape: torch.rand(shape, generator=gen, device="cuda")  # noqa: E731
+    s, o = 0.25 + 3.75 * u(rows, 1), 4 * u(rows, 1) - 2
+    x = (s * (8 * u(rows, cols) - 4 + o)).to(dtype)
+    x[x == 0] = 1e-3
+    return x, (2 * u(rows, cols) - 1).to(dtype) if with_dy else None
+
+
+def capture(fn, stream, warmup):
+    """A CUDA Graph of fn() captured on `stream` after warm-up there (a backward is captured on its forward's
+    stream, where autograd runs it)."""
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            fn()
+    stream.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = fn(x)
+    with torch.cuda.graph(graph, stream=stream):
+        out = fn()
     return graph, out
 
 
-def nvidia_smi(uuid, fields):
-    try:
-        line = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader",
-                               "-i", uuid], capture_output=True, text=True, timeout=30).stdout.strip()
-        values = [v.strip() for v in line.split(",")]
-        return dict(zip(fields, values)) if len(values) == len(fields) else {"error": line or "no output"}
-    except (OSError, subprocess.SubprocessError) as e:
-        return {"error": str(e)}
+def time_call(call, iterations, events, before_sample=None):
+    """`iterations` host samples of call() in us, launch to torch.cuda.synchronize(), then the batched event
+    interval. Returns (host samples, interval)."""
+    host = []
+    for _ in range(iterations):
+        if before_sample:
+            before_sample()
+        t0 = time.perf_counter()
+        call()
+        torch.cuda.synchronize()
+        host.append((time.perf_counter() - t0) * 1e6)
+    begin, end = events
+    begin.record()
+    for _ in range(iterations):
+        call()
+    end.record()
+    end.synchronize()
+    return host, begin.elapsed_time(end) * 1e3 / iterations
 
 
-CLOCK_FIELDS = ["clocks.sm", "clocks.mem", "clocks.max.sm", "clocks.max.mem", "temperature.gpu", "power.draw",
-                "pstate"]
+class Suite:
+    """One operator's inputs, reference, variants and accuracy (the forward's); the core below times any."""
+    order = math.inf  # the norm of max_rel_err
+    rank, world, before_sample = 0, 1, None
+
+    def __init__(self, args, compiled, rss_torch=None):
+        self.args, self.compiled, self.rss_torch = args, compiled, rss_torch
+
+    def prepare(self, rows, cols, dtype):
+        self.x = torch.from_numpy(fixture.matrix(self.args.fixture_seed, rows, cols)).cuda().to(dtype)
+        self.ref = composed(self.x.double())
+
+    def builder(self, base):
+        """A function that builds the variant `base` (no _graph) afresh: it returns the call to time."""
+        fn = {"torch_eager": composed, "torch_compile": self.compiled}[base]
+        return lambda: lambda: fn(self.x)
+
+    def error(self, out):
+        return rel_err(out, self.ref, self.order)
+
+    def reduce(self, host):
+        return host
 
 
-def parse_shapes(text):
-    shapes = []
-    for item in text.split(","):
-        rows, cols = item.strip().lower().split("x")
-        shapes.append((int(rows), int(cols)))
-    return shapes
+class Backward(Suite):
+    order = 2
+
+    def prepare(self, rows, cols, dtype):
+        x, self.dy = random_input(rows, cols, dtype, self.args.fixture_seed, with_dy=True)
+        self.x = x.requires_grad_(True)
+        x64 = x.detach().double().requires_grad_(True)
+        self.ref = torch.autograd.grad(composed(x64), x64, self.dy.double())[0]
+
+    def builder(self, base):
+        x, dy = self.x, self.dy
+        impl, _, kind = base.rpartition("_")
+        forward = {"torch_eager": composed, "torch_compile": self.compiled,
+                   "rss_op": self.rss_torch and self.rss_torch.rms_scaled_softmax}[impl]
+
+        def bwd():
+            if impl == "rss_op":  # x and the row statistics, what its autograd formula saves (y not read)
+                _, stats = torch.ops.rss.rms_scaled_softmax(x.detach())
+                return lambda: torch.ops.rss.rms_scaled_softmax_backward(x.detach(), stats, dy)
+            with torch.cuda.stream(self.stream):
+                y = forward(x)
+            self.stream.synchronize()
+            return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)[0]
+        return bwd if kind == "bwd" else lambda: lambda: torch.autograd.grad(forward(x), x, dy)[0]
+
+
+class Sharded(Suite):
+    order = 2
+
+    def __init__(self, args, compiled, rss_torch=None):
+        super().__init__(args, compiled)
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+
+    def before_sample(self):  # every rank starts the sample together
+        torch.cuda.synchronize()
+        dist.barrier()
+        torch.cuda.synchronize()
+
+    def prepare(self, rows, cols, dtype):
+        x, _ = random_input(rows, cols, dtype, self.args.seed)
+        self.widths = [cols // self.world + (r < cols % self.world) for r in range(self.world)]
+        c0 = sum(self.widths[:self.rank])
+        self.x, self.cols = x[:, c0:c0 + self.widths[self.rank]].contiguous(), cols
+        rng = random.Random(self.args.seed + rows + cols)
+        self.check = sorted({0, rows // 2, rows - 1} | {rng.randrange(rows) for _ in range(5)})
+        self.ref = composed(x[self.check].double())
+
+    def builder(self, base):
+        return lambda: lambda: sharded_composed(self.x, self.cols, self.world)
+
+    def error(self, out):
+        parts = [torch.empty((len(self.check), w), dtype=torch.float32, device="cuda") for w in self.widths]
+        dist.all_gather(parts, out[self.check].float().contiguous())
+        return rel_err(torch.cat(parts, dim=1), self.ref, self.order)
+
+    def reduce(self, host):
+        t = torch.tensor(host, dtype=torch.float64, device="cuda")
+        every = [torch.empty_like(t) for _ in range(self.world)]
+        dist.all_gather(every, t)
+        return torch.stack(every).amax(dim=0).tolist()
+
+
+def measure(suite, args, variants, work, write):
+    """The core: rounds of shuffled variants per (shape, dtype), each built, warmed up, checked and timed."""
+    suite.stream = torch.cuda.Stream()
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    turns, failures, start = [], [], time.time()
+    say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if suite.rank == 0 else (lambda *a: None)
+    for index, (rows, cols, dtype) in enumerate(work):
+        say(f"[{index + 1}/{len(work)}] {rows}x{cols} {dtype}")
+        suite.prepare(rows, cols, getattr(torch, {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[dtype]))
+        errors, failed = {}, set()
+        for rnd in range(args.rounds):
+            order = [v for v in variants if v not in failed]
+            random.Random(f"{args.suite}/{args.seed}/{args.session}/{rows}x{cols}/{dtype}/{rnd}").shuffle(order)
+            for position, variant in enumerate(order):
+                if args.trace:
+                    say(f"  round {rnd}: {variant}")
+                try:
+                    build = suite.builder(variant.removesuffix("_graph"))
+                    if variant.endswith("_graph"):
+                        graph, out = capture(build(), suite.stream, args.warmup)
+                        call, result = graph.replay, lambda: out
+                    else:
+                        graph = None
+                        call = result = build()
+                    for _ in range(args.warmup):
+                        call()
+                    torch.cuda.synchronize()
+                    if variant not in errors:
+                        errors[variant] = suite.error(result())
+                        if errors[variant] > TOLERANCE[dtype]:
+                            say(f"  FLAG {variant}: max relative error {errors[variant]:.3e} > {TOLERANCE[dtype]:g}")
+                except Exception as e:  # noqa: BLE001 (a failing peer is recorded; the others still run)
+                    if suite.world > 1:
+                        raise  # the other ranks wait in a collective: stop them all
+                    msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    say(f"  {variant} failed: {msg}")
+                    failures.append({"rows": rows, "cols": cols, "dtype": dtype, "variant": variant, "error": msg})
+                    failed.add(variant)
+                    continue
+                host, interval = time_call(call, args.iterations, events, suite.before_sample)
+                turns.append({"rows": rows, "cols": cols, "dtype": dtype, "variant": variant, "round": rnd,
+                              "position": position, "host": suite.reduce(host), "device_us": interval,
+                              "max_rel_err": errors[variant]})
+                del call, result, graph
+                torch.cuda.synchronize()
+            done = index * args.rounds + rnd + 1
+            say(f"  round {rnd + 1}/{args.rounds} ({', '.join(order)}): about "
+                f"{(time.time() - start) / done * (len(work) * args.rounds - done):.0f} s left")
+        for variant in variants:  # sharded_bench's summary line
+            host = sorted(h for t in turns if (t["rows"], t["cols"], t["dtype"], t["variant"]) ==
+                          (rows, cols, dtype, variant) for h in t["host"])
+            if host:
+                say(f"{rows:6d} x {cols:<9d} {dtype} {variant} {host[len(host) // 2]:10.2f} us  "
+                    f"err {errors[variant]:.3g}")
+        for name in ("x", "dy", "ref"):
+            vars(suite).pop(name, None)
+        torch.cuda.empty_cache()
+        if suite.rank == 0:
+            write(turns, failures)
+    return turns, failures
+
+
+def gb_runs(turns, failures):
+    """rss-records/2 runs (records.py) of the timed turns, and a failed run per failure."""
+    runs = [records.run_entry(f"{records.shape_label(t['rows'], t['cols'], t['dtype'])}/round{t['round']}/"
+                              f"{t['variant']}", t["host"], t["device_us"], rows=t["rows"], cols=t["cols"],
+                              round=t["round"], position=t["position"], kernels=-1,
+                              launches=1 if t["variant"].endswith("_graph") else -1, cooperative=0,
+                              logical_bytes=-1, evicted_tiles=0, max_rel_err=t["max_rel_err"]) for t in turns]
+    return runs + [{"name": f"{records.shape_label(f['rows'], f['cols'], f['dtype'])}/{f['variant']}",
+                    "run_type": "iteration", "error_occurred": True, "error_message": f["error"]} for f in failures]
+
+
+def sharded_records(turns, uuids, world):
+    """sharded_bench's records: every sample of a (shape, dtype, variant) with its round."""
+    out = {}
+    for t in turns:
+        rec = out.setdefault(tuple(t[k] for k in ("rows", "cols", "dtype", "variant")), {
+            "rows": t["rows"], "cols": t["cols"], "dtype": t["dtype"], "world": world, "variant": t["variant"],
+            "detail": f"torch {torch.__version__}, all_gather_into_tensor + all_reduce, eager", "status": "ok",
+            "max_rel_err": t["max_rel_err"], "uuids": uuids, "samples_us": [], "round_of_sample": []})
+        rec["samples_us"] += [round(v, 3) for v in t["host"]]
+        rec["round_of_sample"] += [t["round"]] * len(t["host"])
+    return list(out.values())
+
+
+def run(rank, args, world=1, port=None):
+    """One process's share: all of the forward and backward suites, one rank of the sharded one."""
+    if port is not None:  # a spawned rank
+        import_torch()
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                device_id=torch.device("cuda", rank))
+    variants = [v for v in args.variants.split(",") if v]
+    work = [(int(r), int(c), d) for r, c in (s.strip().lower().split("x") for s in args.shapes.split(",") if s.strip())
+            for d in args.dtypes.split(",")]
+    if args.shape_order == "reverse":
+        work.reverse()
+    for name in ("cache_size_limit", "recompile_limit"):  # a compile cache for every static shape (renamed in 2.x)
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, max(64, 4 * len(work)))
+    # Backward-only variants call a compiled backward many times on one retained graph, which donated buffers forbid
+    # (torch.compile refuses retain_graph=True then); they only save memory.
+    torch._functorch.config.donated_buffer = False
+    rss_torch = None
+    if args.suite == "backward" and any(v.startswith("rss_op") for v in variants):
+        try:
+            import rss_torch  # the installed package: pip install --no-build-isolation ./python
+        except ImportError as e:
+            print(f"rssbench peers: rss_torch is not importable ({e}): the rss_op variants are left out",
+                  file=sys.stderr)
+            variants = [v for v in variants if not v.startswith("rss_op")]
+    suite = {"forward": Suite, "backward": Backward, "sharded": Sharded}[args.suite](
+        args, torch.compile(composed, dynamic=False), rss_torch)
+    props = torch.cuda.get_device_properties(rank)
+    uuids = [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in range(world)]
+    context = {"producer": PRODUCER[args.suite], "suite": args.suite, "session": args.session, "gpu": props.name,
+               "uuid": ",".join(uuids), "toolkit": torch.version.cuda, "sm_count": props.multi_processor_count,
+               "torch": torch.__version__, "rounds": args.rounds, "iterations": args.iterations,
+               "warmup": args.warmup, "seed": args.seed, "shape_order": args.shape_order, "shapes": args.shapes,
+               "dtypes": args.dtypes, "variants": ",".join(variants), "fixture_seed": args.fixture_seed}
+    if rank == 0:
+        context.update(driver=session.nvidia_smi(["driver_version"], uuids[0]).get("driver_version", "unknown"),
+                       clocks_start=session.nvidia_smi(session.CLOCKS, uuids[0]), clocks_end={},
+                       source_hash=records.source_hash(args.tree))
+    if args.suite == "sharded":
+        context.update(gpus=",".join(torch.cuda.get_device_name(i) for i in range(world)), world=world,
+                       nccl=".".join(map(str, torch.cuda.nccl.version())), time=int(time.time()),
+                       NCCL_NVLS_ENABLE=os.environ.get("NCCL_NVLS_ENABLE", ""))
+    elif args.suite == "forward":
+        fx = fixture.describe(args.fixture_seed)
+        context.update(fixture_generator=fx["generator"], fixture_hash=fx["hash"])
+
+    def write(turns, failures, path=args.out + ".partial"):
+        if args.suite == "sharded":
+            with open(path, "w") as f:
+                json.dump({"context": context, "records": sharded_records(turns, uuids, world)}, f, indent=1)
+        else:
+            records.write(path, {k: v if isinstance(v, dict) else str(v) for k, v in context.items()},
+                          gb_runs(turns, failures))
+
+    start = time.time()
+    turns, failures = measure(suite, args, variants, work, write)
+    if rank == 0:
+        context["clocks_end"] = session.nvidia_smi(session.CLOCKS, uuids[0])
+        write(turns, failures)
+        if args.suite != "sharded":
+            records.load(args.out + ".partial", complete=False)  # what it wrote follows the schema
+        os.replace(args.out + ".partial", args.out)
+        print(f"rssbench peers: {len(turns)} records ({len(failures)} failed variants) written to {args.out} in "
+              f"{time.time() - start:.0f} s", file=sys.stderr)
+    if port is not None:
+        dist.destroy_process_group()
+    return 0
 
 
 def main(argv=None):
-    global torch
-    ap = argparse.ArgumentParser(prog="rssbench peers", description="torch peers of rms_scaled_softmax, measured with the protocol of docs/protocol.md")
-    ap.add_argument("--session", type=int, required=True)
-    ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--iterations", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=1, help="seed of the per-round shuffles")
-    ap.add_argument("--fixture-seed", type=int, default=42)
-    ap.add_argument("--shapes", default="1x131072,8x131072,64x131072")
-    ap.add_argument("--dtypes", default="fp32", help="comma list of fp32, bf16, fp16")
-    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma list, a subset of " + ",".join(VARIANTS))
+    ap = argparse.ArgumentParser(prog="rssbench peers", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", choices=sorted(SUITES), default="forward", help="the operator (default forward)")
+    ap.add_argument("--out", required=True, help="record file to write")
+    ap.add_argument("--shapes", help="comma list ROWSxCOLS (default: the suite's)")
+    ap.add_argument("--dtypes", help="comma list of fp32, bf16, fp16 (forward: fp32; others: fp32,bf16)")
+    ap.add_argument("--variants", help="comma list, a subset of the suite's (default: all of them)")
+    ap.add_argument("--rounds", type=int, help="rounds per shape and dtype (forward 10, backward 3, sharded 5)")
+    ap.add_argument("--iterations", "--samples", type=int, help="host samples per variant and round "
+                                                                "(forward and backward 50, sharded 20)")
+    ap.add_argument("--warmup", type=int, help="calls before each variant's samples (sharded 5, others 3)")
+    ap.add_argument("--seed", type=int, help="seed of the per-round shuffles (sharded: of the input too; default 1, "
+                                             "sharded: the time)")
+    ap.add_argument("--session", type=int, default=1, help="session number (recorded; forward: part of the shuffle)")
+    ap.add_argument("--fixture-seed", type=int, default=42, help="seed of the input (forward: the fixture's)")
     ap.add_argument("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--tree", default=TREE, help="tree whose include/ and bench/ are hashed")
+    ap.add_argument("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
+    ap.add_argument("--tree", default=TREE, help="tree whose include/ and bench/ are hashed into the records")
+    ap.add_argument("--trace", action="store_true", help="print each variant as it starts (to find a failing one)")
     args = ap.parse_args(argv)
-
-    dtypes = args.dtypes.split(",")
-    variants = args.variants.split(",")
-    if not set(dtypes) <= set(TOLERANCE) or not set(variants) <= set(VARIANTS):
-        ap.error(f"--dtypes must be within {sorted(TOLERANCE)} and --variants within {VARIANTS}")
-    work = [(r, c, d) for r, c in parse_shapes(args.shapes) for d in dtypes]
-    if args.shape_order == "reverse":
-        work.reverse()
-
-    torch = peer_support.torch_with_cuda("peers.py")  # the module-level name used by rms_scaled_softmax
-    if torch is None:
+    known, *defaults = SUITES[args.suite]
+    for key, value in zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults):
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.variants = args.variants or ",".join(known)
+    args.seed = args.seed if args.seed is not None else int(time.time()) if args.suite == "sharded" else 1
+    if not set(args.dtypes.split(",")) <= set(TOLERANCE) or not set(args.variants.split(",")) <= set(known):
+        ap.error(f"--dtypes must be within {sorted(TOLERANCE)} and --variants within {', '.join(known)}")
+    if min(args.rounds, args.iterations, args.session) < 1 or args.warmup < 0:
+        ap.error("--rounds, --iterations and --session must be >= 1, --warmup >= 0")
+    if not import_torch():
         return EXIT_NO_TORCH
-    import torch._dynamo  # noqa: F401  (its config is set below)
-
-    # Enough compile cache for every static shape; the attribute was renamed across torch versions.
-    for name in ("cache_size_limit", "recompile_limit"):
-        if hasattr(torch._dynamo.config, name):
-            setattr(torch._dynamo.config, name, max(64, 4 * len(work)))
-    compiled = torch.compile(rms_scaled_softmax, dynamic=False)
-
-    props = torch.cuda.get_device_properties(0)
-    uuid = f"GPU-{props.uuid}" if hasattr(props, "uuid") else "unknown"
-    smi = nvidia_smi(uuid, ["driver_version"])
-    context = {
-        "producer": "torch_peers", "suite": "forward", "session": str(args.session), "gpu": props.name, "uuid": uuid,
-        "driver": smi.get("driver_version", "unknown"), "toolkit": str(torch.version.cuda),
-        "sm_count": str(props.multi_processor_count), "clocks_start": nvidia_smi(uuid, CLOCK_FIELDS), "clocks_end": {},
-        "source_hash": records.source_hash(args.tree), "rounds": str(args.rounds), "iterations": str(args.iterations),
-        "seed": str(args.seed), "shape_order": args.shape_order, "shapes": args.shapes, "dtypes": ",".join(dtypes),
-        "variants": ",".join(variants), "warm_calls": str(WARM_CALLS), "torch": torch.__version__}
-    fx = fixture.describe(args.fixture_seed)
-    context.update(fixture_seed=str(fx["seed"]), fixture_generator=fx["generator"], fixture_hash=fx["hash"])
-    runs = []
-    partial = args.out + ".partial"
-    start, units_done, units = time.time(), 0, len(work) * args.rounds
-
-    for index, (rows, cols, dtype) in enumerate(work):
-        name = f"{rows}x{cols} {dtype}"
-        print(f"[{index + 1}/{len(work)}] {name}: preparing (fixture, compile, capture)", file=sys.stderr)
-        tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-        x = torch.from_numpy(fixture.matrix(args.fixture_seed, rows, cols)).cuda().to(tdtype)
-        calls, outputs, graphs = {}, {}, []
-        for variant, fn in (("torch_eager", rms_scaled_softmax), ("torch_compile", compiled)):
-            if variant not in variants and variant + "_graph" not in variants:
-                continue  # skip a compile nobody asked for: compiling costs seconds per shape
-            for _ in range(WARM_CALLS):
-                fn(x)  # torch.compile compiles on its first call: keep that out of everything measured
-            calls[variant] = outputs[variant] = lambda fn=fn: fn(x)
-            if variant + "_graph" in variants:
-                graph, out = capture(fn, x)
-                graphs.append(graph)  # keep the graph alive as long as its replay closure
-                calls[variant + "_graph"] = graph.replay
-                outputs[variant + "_graph"] = lambda graph=graph, out=out: (graph.replay(), out)[1]
-        errors = {}
-        for variant in variants:
-            errors[variant] = max_rel_err(outputs[variant](), x)
-            if errors[variant] > TOLERANCE[dtype]:
-                print(f"  FLAG {variant}: max relative error {errors[variant]:.3e} > {TOLERANCE[dtype]:g}",
-                      file=sys.stderr)
-        torch.cuda.synchronize()
-
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for rnd in range(args.rounds):
-            order = list(variants)
-            random.Random(f"peers/{args.seed}/{args.session}/{rows}x{cols}/{dtype}/{rnd}").shuffle(order)
-            for position, variant in enumerate(order):
-                call = calls[variant]
-                for _ in range(WARM_CALLS):
-                    call()
-                torch.cuda.synchronize()
-                host, interval = peer_support.time_call(call, args.iterations, torch.cuda.synchronize, begin, end)
-                runs.append(records.run_entry(
-                    f"{records.shape_label(rows, cols, dtype)}/round{rnd}/{variant}", host,
-                    interval, rows=rows, cols=cols, round=rnd,
-                    position=position, kernels=-1, launches=1 if variant.endswith("_graph") else -1, cooperative=0,
-                    logical_bytes=-1, evicted_tiles=0, max_rel_err=errors[variant]))
-            units_done += 1
-            left = (time.time() - start) / units_done * (units - units_done)
-            print(f"  {name} round {rnd + 1}/{args.rounds} ({', '.join(order)}): about {left:.0f} s left",
-                  file=sys.stderr)
-        del x, calls, outputs, graphs
-        torch.cuda.empty_cache()
-        records.write(partial, context, runs)
-
-    context["clocks_end"] = nvidia_smi(uuid, CLOCK_FIELDS)
-    records.write(partial, context, runs)
-    records.load(partial)
-    os.replace(partial, args.out)
-    print(f"wrote {len(runs)} records to {args.out} in {time.time() - start:.0f} s", file=sys.stderr)
+    if args.suite != "sharded":
+        return run(0, args)
+    for key in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
+        os.environ.setdefault(key, "0" if key == "NCCL_NVLS_ENABLE" else "1")  # NVLink multicast stays off
+    world = args.world or min(torch.cuda.device_count(), 8)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.multiprocessing.spawn(run, args=(args, world, port), nprocs=world, join=True)
     return 0
 
 

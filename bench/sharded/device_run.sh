@@ -30,7 +30,7 @@ fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 240 "$bin/sharded_bench" --out "$out/sharded_records.json" "$@" 2>&1 | tee "$out/bench.log"
   rc=$((rc | ${PIPESTATUS[0]}))
-  timeout 240 python3 bench/sharded/torch_peer.py --out "$out/torch_records.json" "$@" 2>&1 | tee "$out/torch.log"
+  timeout 240 python3 bench/rssbench peers --suite sharded --out "$out/torch_records.json" "$@" 2>&1 | tee "$out/torch.log"
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 exit $rc
