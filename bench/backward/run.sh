@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Backward bench: rss_backward_bench (the backward strategies and the floor, Google Benchmark JSON), then the
 # torch peers (rssbench peers --suite backward: torch autograd backward, eager and compiled, with graph replay;
-# forward+backward through the PyTorch operator against torch.compile), then summarize.py. Builds nothing: the
-# bench binary must exist.
+# forward+backward through the PyTorch operator against torch.compile), then the summary (rssbench backward).
+# Builds nothing: the bench binary must exist.
 #
 #   bash bench/backward/run.sh OUTDIR
 #
@@ -44,4 +44,4 @@ if [ "${PEERS:-1}" != 0 ]; then
     if [ -f "$out/peers.json.partial" ]; then peers=(--peers "$out/peers.json.partial"); fi
   fi
 fi
-python3 "$here/summarize.py" --rss "$out/rss_backward.json" "${peers[@]}" --out "$out/summary.json" --report "$out/results.md"
+python3 "$root/bench/rssbench" backward --rss "$out/rss_backward.json" "${peers[@]}" --out "$out/summary.json" --report "$out/results.md"

@@ -1,45 +1,36 @@
 #!/usr/bin/env python3
-"""Raw benchmark records: the one schema and its one reader, and the source hash.
+"""Raw benchmark records: the one reader of Google Benchmark's JSON, the schema rss adds to it, the source hash.
 
-Every suite (forward, backward, sharded) and every peer writes Google Benchmark's JSON (its own reporter:
---benchmark_out=FILE --benchmark_out_format=json; the Python peers write the same shape). Schema
-"rss-records/2" is what rss adds to it, nothing else:
+Every bench and peer writes Google Benchmark's JSON (--benchmark_out=FILE --benchmark_out_format=json; the Python
+peers write the same shape). Schema "rss-records/2" is what rss adds to it, nothing else:
 
-  context        Google Benchmark's own keys, and rss's as strings (benchmark::AddCustomContext):
-                 schema ("rss-records/2"), producer, suite (forward | backward | sharded), session, gpu, uuid
-                 (comma list where several GPUs ran one call), driver, toolkit, sm_count, rounds, iterations,
-                 warmup, seed, shape_order (forward | reverse), fixture_seed, fixture_generator, any other
-                 configuration key; the session runner adds source_hash, fixture_hash, clocks_start and
-                 clocks_end (objects), and may add protocol and peers.
-  benchmarks     one run per (shape, dtype, round, variant), named SHAPE[:DTYPE]/roundR/VARIANT (suite mode:
-                 SHAPE[:DTYPE]/VARIANT; Google Benchmark's /iterations:N and /manual_time suffixes, a leading
-                 suite word and a DTYPE part of their own are read too), with user counters: host_us/0 ..
-                 host_us/N-1 (every sample, microseconds; absent: the run's real_time is the one sample),
-                 device_us (one batched event interval per call), position (the run's place in its round),
-                 kernels, launches (-1: unknown), cooperative (0/1), active_blocks_per_sm (absent or 0: not
-                 queried), logical_bytes (-1: unknown), evicted_tiles, max_rel_err (absent: not checked).
-                 A run with error_occurred (1.7) or skipped (1.8+) is a variant that did not run.
+  context     Google Benchmark's keys, and rss's as strings (benchmark::AddCustomContext): schema, producer,
+              suite (forward | backward | sharded), session, gpu, uuid (comma list where several GPUs ran one
+              call), driver, toolkit, sm_count, rounds, iterations, warmup, seed, shape_order (forward | reverse),
+              fixture_seed, fixture_generator, any other configuration key; the session runner adds source_hash,
+              fixture_hash, clocks_start and clocks_end (objects), and may add protocol and peers.
+  benchmarks  one run per (shape, dtype, round, variant), named SHAPE[:DTYPE]/roundR/VARIANT (suite mode:
+              SHAPE[:DTYPE]/VARIANT; Google Benchmark's /iterations:N and /manual_time suffixes, a leading suite
+              word and a DTYPE part of their own are read too), with user counters: host_us/0 .. host_us/N-1
+              (every sample, us; else a host_us counter, else real_time, is the one sample), device_us (one
+              batched event interval per call), position (in its round), kernels, launches (-1: unknown),
+              cooperative (0/1), active_blocks_per_sm (absent or 0: not queried), logical_bytes (-1: unknown),
+              evicted_tiles, max_rel_err (absent: not checked). A run with error_occurred (1.7) or skipped (1.8+)
+              is a variant that did not run.
 
-load() reads a file into one normalised form that every tool uses:
-    {"file", "schema", "producer", "suite", "session", "context": {"gpu", "uuid", "driver", "toolkit",
-     "sm_count", "source_hash", "clocks_start", "clocks_end", "config": {"rounds", "iterations", "seed",
-     "shape_order", ...}, "fixture": {"seed", "generator", "hash"}}, "records": [{"rows", "cols", "dtype",
-     "variant", "round", "position", "host_us": [...], "device_us": [...], "kernels", "launches",
-     "cooperative", "active_blocks_per_sm", "logical_bytes", "evicted_tiles", "max_rel_err"}], "errors": [...]}
+load() gives every tool one normalised form: {"file", "schema", "producer", "suite", "session", "context": {"gpu",
+"uuid", "driver", "toolkit", "sm_count", "source_hash", "clocks_start", "clocks_end", "config": {"rounds",
+"iterations", "seed", "shape_order", ...}, "fixture": {"seed", "generator", "hash"}}, "records": [{"rows", "cols",
+"dtype", "variant", "round", "position", "host_us": [...], "device_us": [...], "kernels", "launches", "cooperative",
+"active_blocks_per_sm", "logical_bytes", "evicted_tiles", "max_rel_err"}], "errors": [...]}
 
-Source hash (the session runner and verify both call source_hash(); it is the only definition):
-    sha256 over every regular file under include/ and bench/ of the tree, excluding anything under
-    bench/results/, the backward pass's and the sharded path's own code and benches (include/rss/backward/,
-    include/rss/sharded/, bench/backward/, bench/sharded/: the forward bench neither runs nor measures them,
-    and they have records of their own), any __pycache__/ directory, any *.pyc file and any *.md file (notes
-    and prose describe the measurements; they do not produce them); files are taken in ascending order of
-    their tree-relative POSIX path (Python str order), and each feeds
-        path.encode("utf-8") + b"\\0" + str(len(data)).encode() + b"\\0" + data
-    where data is the file's bytes. Untracked files (e.g. a build folder under bench/) count too: build
-    outside include/ and bench/.
+Source hash (its only definition): sha256 over every regular file under include/ and bench/, except bench/results/,
+the backward pass's and the sharded path's code and benches (include/rss/backward/, include/rss/sharded/,
+bench/backward/, bench/sharded/: the forward bench neither runs nor measures them), __pycache__/, *.pyc and *.md
+(prose does not produce measurements); in ascending order of tree-relative POSIX path (Python str order), each file
+feeding path.encode("utf-8") + b"\\0" + str(len(data)).encode() + b"\\0" + data. Untracked files count too.
 
-CLI (python3 bench/rssbench records ...):
-    source-hash --tree .        validate FILE.json [...]
+    python3 bench/rssbench records source-hash [--tree .] [--list]      python3 bench/rssbench records validate FILE...
 """
 import argparse
 import hashlib
@@ -52,9 +43,7 @@ import sys
 
 SCHEMA = "rss-records/2"
 DTYPES = ("fp32", "bf16", "fp16")
-
-# The variants the bench (rss_bench) and the peers (peers.py) record, in report order: the one list that
-# report.py and tune.py read. A name not listed is reported as an rss strategy, after these.
+# The forward's variants in report order (report.py, tune.py); a name not listed is reported as an rss strategy.
 STRATEGIES = ("baseline", "baseline_graph", "local_fusion", "megakernel_grid", "megakernel_row", "block_row",
               "cluster_row", "automatic")
 CONTROLS = ("control_no_retention", "control_ordinary_launch")  # the megakernel with one mechanism taken away
@@ -62,48 +51,8 @@ FLOORS = ("copy_floor", "memcpy_floor")  # our copy kernel; cudaMemcpyAsync devi
 PEERS = ("torch_eager", "torch_eager_graph", "torch_compile", "torch_compile_graph")
 KNOWN_VARIANTS = STRATEGIES + CONTROLS + FLOORS + PEERS
 SHAPE_ORDERS = ("forward", "reverse")
-HASHED_DIRS = ("include", "bench")
 EXCLUDED_PREFIXES = ("bench/results/", "include/rss/backward/", "include/rss/sharded/", "bench/backward/",
                      "bench/sharded/")
-
-
-class RecordError(ValueError):
-    """A raw record file that does not follow the schema; the message names the file and the field."""
-
-
-# ---------------------------------------------------------------------------------------------- hashing
-def hashed_files(tree):
-    """Tree-relative POSIX paths that enter the source hash, in hashing order."""
-    paths = []
-    for top in HASHED_DIRS:
-        for dirpath, dirnames, filenames in os.walk(os.path.join(tree, top)):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            for name in filenames:
-                full = os.path.join(dirpath, name)
-                rel = os.path.relpath(full, tree).replace(os.sep, "/")
-                if name.endswith((".pyc", ".md")) or rel.startswith(EXCLUDED_PREFIXES) or not os.path.isfile(full):
-                    continue
-                paths.append(rel)
-    return sorted(paths)
-
-
-def source_hash(tree="."):
-    """The source hash of include/ and bench/ (definition in the module docstring)."""
-    h = hashlib.sha256()
-    for rel in hashed_files(tree):
-        with open(os.path.join(tree, rel), "rb") as f:
-            data = f.read()
-        h.update(rel.encode("utf-8") + b"\0" + str(len(data)).encode("ascii") + b"\0" + data)
-    return h.hexdigest()
-
-
-def file_sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-# -------------------------------------------------------------------------------------------- reading
-# Google Benchmark's own context keys (rss's custom context is everything else).
 GB_CONTEXT = {"date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "cpu_scaling_enabled", "caches",
               "load_avg", "library_build_type", "library_version", "json_schema_version"}
 IDENTITY = {"schema", "producer", "suite", "session", "gpu", "uuid", "driver", "toolkit", "sm_count", "source_hash",
@@ -116,6 +65,34 @@ GB_SUFFIX = re.compile(r"^(?:(?:iterations|repeats|min_time|min_warmup_time|thre
 SHAPE_PART = re.compile(r"^(\d+)x(\d+)(?::(fp32|bf16|fp16))?$")
 ROUND_PART = re.compile(r"^round(\d+)$")
 SUITES = ("forward", "backward", "statistics", "sharded")
+UNIT_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+class RecordError(ValueError):
+    """A raw record file that does not follow the schema; the message names the file and the field."""
+
+
+def hashed_files(tree):
+    """Tree-relative POSIX paths that enter the source hash, in hashing order."""
+    paths = []
+    for top in ("include", "bench"):
+        for dirpath, dirnames, filenames in os.walk(os.path.join(tree, top)):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for name in filenames:
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, tree).replace(os.sep, "/")
+                if not (name.endswith((".pyc", ".md")) or rel.startswith(EXCLUDED_PREFIXES) or not os.path.isfile(full)):
+                    paths.append(rel)
+    return sorted(paths)
+
+
+def source_hash(tree="."):
+    h = hashlib.sha256()
+    for rel in hashed_files(tree):
+        with open(os.path.join(tree, rel), "rb") as f:
+            data = f.read()
+        h.update(rel.encode("utf-8") + b"\0" + str(len(data)).encode("ascii") + b"\0" + data)
+    return h.hexdigest()
 
 
 def _require(cond, where, msg):
@@ -126,14 +103,11 @@ def _require(cond, where, msg):
 def parse_name(name, where="name"):
     """'8x131072:bf16/round3/cluster_row/iterations:30/manual_time' -> {rows, cols, dtype, round, variant};
     also 'backward/bf16/8x131072/cluster_row' (suite word, dtype part) and suite-mode names (round None)."""
-    parts = [p for p in name.split("/") if p and not GB_SUFFIX.match(p)]
-    out = {"rows": None, "cols": None, "dtype": "fp32", "round": None}
-    rest = []
-    for p in parts:
+    out, rest = {"rows": None, "cols": None, "dtype": "fp32", "round": None}, []
+    for p in (p for p in name.split("/") if p and not GB_SUFFIX.match(p)):
         shape, rnd = SHAPE_PART.match(p), ROUND_PART.match(p)
         if shape and out["rows"] is None:
-            out.update(rows=int(shape.group(1)), cols=int(shape.group(2)))
-            out["dtype"] = shape.group(3) or out["dtype"]
+            out.update(rows=int(shape.group(1)), cols=int(shape.group(2)), dtype=shape.group(3) or out["dtype"])
         elif rnd and out["round"] is None:
             out["round"] = int(rnd.group(1))
         elif p in DTYPES:
@@ -145,12 +119,18 @@ def parse_name(name, where="name"):
     return out
 
 
+def iteration_runs(doc):
+    """(index, run, error) of a Google Benchmark document's iteration runs (not its aggregates); error is the
+    message of a run that did not run (1.7: error_occurred; 1.8+: skipped), else None."""
+    for i, run in enumerate(doc.get("benchmarks", [])):
+        if isinstance(run, dict) and run.get("run_type", "iteration") == "iteration":
+            failed = run.get("error_occurred") or run.get("skipped")
+            yield i, run, (run.get("error_message") or run.get("skip_message") or "error") if failed else None
+
+
 def _integer(v, where, key):
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        f = math.nan
-    _require(math.isfinite(f) and f == int(f), where, f"'{key}' must be an integer, got {v!r}")
+    f = _number(v)
+    _require(f is not None and f == int(f), where, f"'{key}' must be an integer, got {v!r}")
     return int(f)
 
 
@@ -171,17 +151,13 @@ def record_of(run, where):
     if r["round"] is None:
         r["round"] = _integer(run.get("round", run.get("repetition_index", 0)), where, "round")
     samples = sorted((int(k.split("/", 1)[1]), v) for k, v in run.items() if k.startswith("host_us/"))
-    if samples:
-        _require([i for i, _ in samples] == list(range(len(samples))), where, "host_us/i counters are not 0..N-1")
-        host = [_number(v) for _, v in samples]
-    else:
-        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}.get(run.get("time_unit", "ns"))
-        host = [_number(run.get("real_time")) * scale] if scale and _number(run.get("real_time")) else []
+    _require([i for i, _ in samples] == list(range(len(samples))), where, "host_us/i counters are not 0..N-1")
+    real = _number(run.get("real_time"))
+    host = ([_number(v) for _, v in samples] if samples else [_number(run["host_us"])] if "host_us" in run else
+            [real * UNIT_US[run.get("time_unit", "ns")]] if real and run.get("time_unit", "ns") in UNIT_US else [])
     _require(host and all(h is not None and h > 0 for h in host), where, "'host_us' must be a non-empty list of "
              "positive finite numbers")
-    device = _number(run.get("device_us"))
-    err = _number(run.get("max_rel_err"))
-    blocks = _number(run.get("active_blocks_per_sm"))
+    device, blocks = _number(run.get("device_us")), _number(run.get("active_blocks_per_sm"))
     r.update({"position": _integer(run.get("position", 0), where, "position"), "host_us": host,
               "device_us": [] if device is None else [device],
               "kernels": _integer(run.get("kernels", -1), where, "kernels"),
@@ -190,16 +166,15 @@ def record_of(run, where):
               "active_blocks_per_sm": int(blocks) if blocks else None,
               "logical_bytes": _integer(run.get("logical_bytes", -1), where, "logical_bytes"),
               "evicted_tiles": _integer(run.get("evicted_tiles", 0), where, "evicted_tiles"),
-              "max_rel_err": err})
-    for key in ("label", "cluster_size", "blocks_per_sm", "detail", "world"):
-        if key in run:
-            r[key] = run[key]
+              "max_rel_err": _number(run.get("max_rel_err"))})
+    r.update({k: run[k] for k in ("label", "cluster_size", "blocks_per_sm", "detail", "world", "host_p10_us",
+                                  "host_p90_us") if k in run})
     return r
 
 
 def normalize(doc, where="records", complete=True):
-    """A Google Benchmark JSON document of schema rss-records/2 in the normalised form; complete: the session
-    runner's fields must be there (source hash, fixture hash, clocks)."""
+    """A document of schema rss-records/2 in the normalised form; complete: the session runner's fields must be
+    there (source hash, fixture hash, clocks)."""
     _require(isinstance(doc, dict) and isinstance(doc.get("context"), dict) and isinstance(doc.get("benchmarks"), list),
              where, "not Google Benchmark JSON (an object with 'context' and 'benchmarks')")
     ctx = doc["context"]
@@ -212,21 +187,19 @@ def normalize(doc, where="records", complete=True):
     _require(ints.get("rounds", 0) >= 1 and ints.get("iterations", 0) >= 1 and "seed" in ints, where,
              "context needs rounds, iterations >= 1 and seed")
     _require(ctx.get("shape_order") in SHAPE_ORDERS, where, "context.shape_order must be 'forward' or 'reverse'")
-    config = {k: ints.get(k, v) for k, v in ctx.items() if k not in IDENTITY and k not in GB_CONTEXT}
     context = {k: ctx.get(k, "") for k in ("gpu", "uuid", "driver", "toolkit", "source_hash")}
     context.update(sm_count=ints["sm_count"], clocks_start=ctx.get("clocks_start", {}), clocks_end=ctx.get("clocks_end", {}),
-                   config=config, fixture={"seed": ints.get("fixture_seed"), "generator": ctx.get("fixture_generator", ""),
-                                           "hash": ctx.get("fixture_hash", "")})
+                   config={k: ints.get(k, v) for k, v in ctx.items() if k not in IDENTITY and k not in GB_CONTEXT},
+                   fixture={"seed": ints.get("fixture_seed"), "generator": ctx.get("fixture_generator", ""),
+                            "hash": ctx.get("fixture_hash", "")})
     out = {"schema": SCHEMA, "producer": ctx["producer"], "suite": ctx.get("suite", "forward"),
            "session": ints["session"], "context": context, "records": [], "errors": []}
     seen = set()
-    for i, run in enumerate(doc["benchmarks"]):
+    for i, run, error in iteration_runs(doc):
         rw = f"{where}: benchmarks[{i}]"
-        _require(isinstance(run, dict) and "name" in run, rw, "a run needs a name")
-        if run.get("run_type", "iteration") != "iteration":
-            continue
-        if run.get("error_occurred") or run.get("skipped"):
-            out["errors"].append({"name": run["name"], "error": run.get("error_message") or run.get("skip_message", "")})
+        _require("name" in run, rw, "a run needs a name")
+        if error:
+            out["errors"].append({"name": run["name"], "error": error})
             continue
         rec = record_of(run, rw)
         key = (rec["rows"], rec["cols"], rec["dtype"], rec["variant"], rec["round"])
@@ -243,22 +216,21 @@ def load(path, complete=True):
             doc = json.load(f)
     except (OSError, ValueError) as e:
         raise RecordError(f"{path}: cannot read JSON: {e}") from e
-    out = normalize(doc, os.path.basename(path), complete)
-    out["file"] = os.path.basename(path)
-    return out
+    return dict(normalize(doc, os.path.basename(path), complete), file=os.path.basename(path))
 
 
 def load_dir(directory):
     """All *.json raw record files of a directory, sorted by name: [(name, sha256, normalised doc)]."""
-    if not os.path.isdir(directory):
-        raise RecordError(f"{directory}: no such records directory")
-    names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    if not names:
-        raise RecordError(f"{directory}: no *.json record files")
-    return [(n, file_sha256(os.path.join(directory, n)), load(os.path.join(directory, n))) for n in names]
+    names = sorted(n for n in os.listdir(directory) if n.endswith(".json")) if os.path.isdir(directory) else None
+    _require(names is not None, directory, "no such records directory")
+    _require(names, directory, "no *.json record files")
+    out = []
+    for n in names:
+        with open(os.path.join(directory, n), "rb") as f:
+            out.append((n, hashlib.sha256(f.read()).hexdigest(), load(os.path.join(directory, n))))
+    return out
 
 
-# -------------------------------------------------------------------------------------------- writing
 def run_entry(name, host_us, device_us=None, **counters):
     """A Google Benchmark run (JSON reporter's fields) carrying every sample as counters host_us/i."""
     mean = statistics.fmean(host_us)
@@ -267,8 +239,7 @@ def run_entry(name, host_us, device_us=None, **counters):
     entry.update({k: v for k, v in counters.items() if v is not None})
     if device_us is not None:
         entry["device_us"] = device_us
-    entry.update({f"host_us/{i}": v for i, v in enumerate(host_us)})
-    return entry
+    return dict(entry, **{f"host_us/{i}": v for i, v in enumerate(host_us)})
 
 
 def shape_label(rows, cols, dtype):
@@ -277,7 +248,6 @@ def shape_label(rows, cols, dtype):
 
 
 def write(path, context, runs):
-    """Writes a record file: {"context": {schema, ...context}, "benchmarks": runs}."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump({"context": {"schema": SCHEMA, **context}, "benchmarks": runs}, f, indent=1)
         f.write("\n")
@@ -289,15 +259,13 @@ def normalize_uuid(uuid):
     return u[4:] if u.startswith("gpu-") else u
 
 
-# ------------------------------------------------------------------------------------------------- CLI
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="rssbench records", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("source-hash", help="print the source hash of include/ and bench/")
     p.add_argument("--tree", default=".")
     p.add_argument("--list", action="store_true", help="also list the hashed files (stderr)")
-    p = sub.add_parser("validate", help="validate raw record files")
-    p.add_argument("files", nargs="+")
+    sub.add_parser("validate", help="validate raw record files").add_argument("files", nargs="+")
     args = ap.parse_args(argv)
     if args.cmd == "source-hash":
         if args.list:
