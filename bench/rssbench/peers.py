@@ -1,34 +1,28 @@
 #!/usr/bin/env python3
-"""torch peers of rms_scaled_softmax, timed with the protocol of the C++ benches (docs/protocol.md): one timing
-core, the operator (suite) a parameter.
+"""torch peers of rms_scaled_softmax, timed like the C++ benches (docs/protocol.md): one core, the operator a parameter.
 
-    python3 bench/rssbench peers [--suite forward] --session N --out FILE.json   (what `rssbench session` runs)
+    python3 bench/rssbench peers [--suite forward] --session N --out FILE.json   (run by `rssbench session`)
     python3 bench/rssbench peers --suite backward --out peers.json               (bench/backward/run.sh)
     python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
 
 Suites (`_graph`: captured in a CUDA Graph after warm-up, timed as graph.replay()):
-  forward   torch_eager(_graph), torch_compile(_graph): the composed torch expression, eager and torch.compile
-            (static shapes), on the shared fixture (fixture.py, --fixture-seed) cast to the dtype
-  backward  *_bwd: dx from x, y, dy (its forward ran before timing, graph retained): autograd of the composed
-            expression (torch_eager, torch_compile) or rss_op_bwd (torch.ops.rss backward from the row statistics
-            its forward returned); *_fwdbwd: y = f(x), then dx, through the same or the rss_torch operator. The
-            rss_op variants run only where the rss_torch package (python/) is importable.
-  sharded   torch_distributed: the operator over an NCCL process group, one process per GPU (--world), columns
-            split as bench/sharded/sharded_bench.cu splits them; a sample is the slowest rank's.
-
-Per (shape, dtype), in every round the variants run in an order shuffled by
-random.Random(f"{suite}/{seed}/{session}/{rows}x{cols}/{dtype}/{round}"). Each is built afresh for its turn (its
-forward, its graph) and released after it, then: --warmup calls, --iterations host samples (time.perf_counter
-around the call and torch.cuda.synchronize), one batched event interval (torch.cuda.Event around --iterations
-back-to-back calls, divided by their count: device_us; it can include host supply gaps). Triton's and torch's
-benchmark helpers time the device alone (and flush caches): the protocol's metric is host completion time.
-max_rel_err, checked on a variant's first build against float64: per row |out - ref| / |ref|, the worst row;
-max norm (forward), 2-norm (backward: dx; sharded: rows 0, rows/2, rows-1 and up to 5 more). Above the dtype's
-tolerance it is flagged on stderr. A variant that fails is recorded as failed and skipped (sharded: it stops).
-Records: forward and backward rss-records/2 (records.py; kernels -1 and logical_bytes -1: unknown, launches 1 for
-graph replay); sharded sharded_bench's own JSON (bench/sharded/report.py reads both). FILE.partial is written
-after each shape and renamed to FILE at the end, so an interrupted run never looks complete.
-Without torch, or without a CUDA device, it says so and exits with code 3.
+  forward   torch_eager(_graph), torch_compile(_graph) (static shapes) of the composed torch expression, on the
+            shared fixture (fixture.py, --fixture-seed) cast to the dtype
+  backward  *_bwd: dx from x, y, dy (the forward ran before timing, its graph retained) by autograd of the composed
+            expression, eager or compiled, or rss_op_bwd (torch.ops.rss backward from its forward's row statistics);
+            *_fwdbwd: y = f(x), then dx. rss_op variants run only where the rss_torch package (python/) imports.
+  sharded   torch_distributed: the operator over an NCCL process group, one process per GPU (--world), columns split
+            as sharded_bench splits them; a sample is the slowest rank's.
+Per (shape, dtype) and round the variants run in an order shuffled by random.Random(f"{suite}/{seed}/{session}/
+{rows}x{cols}/{dtype}/{round}"), each built afresh for its turn (forward, graph) and released after it: --warmup
+calls, --iterations host samples (time.perf_counter around the call and torch.cuda.synchronize: host completion
+time, the protocol's metric, which device-only timers such as triton's do_bench do not give), then one batched
+torch.cuda.Event interval over as many back-to-back calls (device_us; it can include host supply gaps).
+max_rel_err, on a variant's first build, against float64: the worst row's |out - ref| / |ref|, max norm (forward) or
+2-norm (backward: dx; sharded: rows 0, rows/2, rows-1 and 5 more), flagged on stderr above the dtype's tolerance.
+A variant that fails is recorded and skipped (sharded: all ranks stop). Records: rss-records/2 (records.py;
+kernels and logical_bytes -1: unknown, launches 1 for graph replay), sharded: sharded_bench's JSON. FILE.partial is
+written after each shape and renamed to FILE at the end. Without torch or a CUDA device: exit 3.
 """
 import argparse
 import json
@@ -48,15 +42,14 @@ EXIT_NO_TORCH = 3
 EPS = 1e-5
 TOLERANCE = {"fp32": 1e-5, "bf16": 1e-2, "fp16": 1e-2}
 TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BACKWARD = ("torch_eager_bwd", "torch_eager_bwd_graph", "torch_compile_bwd", "torch_compile_bwd_graph", "rss_op_bwd",
-            "rss_op_bwd_graph", "torch_eager_fwdbwd", "torch_compile_fwdbwd", "torch_compile_fwdbwd_graph",
-            "rss_op_fwdbwd", "rss_op_fwdbwd_graph")
-SUITES = {  # variants, then the defaults of --shapes --dtypes --rounds --iterations --warmup
-    "forward": (records.PEERS, "1x131072,8x131072,64x131072", "fp32", 10, 50, 3),
-    "backward": (BACKWARD, "32x128256,4096x4096,16384x8192,4096x32768,1x131072,64x131072", "fp32,bf16", 3, 50, 3),
-    "sharded": (("torch_distributed",), "32x128256,4096x128256,64x131072,1x16777216", "fp32,bf16", 5, 20, 5),
-}
-PRODUCER = {"forward": "torch_peers", "backward": "backward_torch_peers", "sharded": "torch_distributed_peer"}
+BACKWARD = tuple(f"{impl}_{op}{graph}" for op in ("bwd", "fwdbwd") for impl in ("torch_eager", "torch_compile", "rss_op")
+                 for graph in ("", "_graph") if (impl, op, graph) != ("torch_eager", "fwdbwd", "_graph"))
+SUITES = {  # producer, variants, defaults of --shapes --dtypes --rounds --iterations --warmup
+    "forward": ("torch_peers", records.PEERS, "1x131072,8x131072,64x131072", "fp32", 10, 50, 3),
+    "backward": ("backward_torch_peers", BACKWARD, "32x128256,4096x4096,16384x8192,4096x32768,1x131072,64x131072",
+                 "fp32,bf16", 3, 50, 3),
+    "sharded": ("torch_distributed_peer", ("torch_distributed",), "32x128256,4096x128256,64x131072,1x16777216",
+                "fp32,bf16", 5, 20, 5)}
 torch = dist = None  # bound by import_torch() once the options are read: --help needs neither torch nor numpy
 
 
@@ -65,7 +58,7 @@ def import_torch():
     global torch, dist
     try:
         import torch
-        import torch._dynamo  # noqa: F401  (their configs are set in run())
+        import torch._dynamo  # noqa: F401  (its config and _functorch's are set in run())
         import torch._functorch.config  # noqa: F401
         import torch.distributed as dist
     except ImportError as e:
@@ -75,8 +68,7 @@ def import_torch():
     if not torch.cuda.is_available():
         print("rssbench peers: torch has no usable CUDA device; these peers need torch with CUDA and an NVIDIA GPU",
               file=sys.stderr)
-        return False
-    return True
+    return torch.cuda.is_available()
 
 
 def composed(x):
@@ -88,8 +80,7 @@ def composed(x):
 
 
 def sharded_composed(x, cols, world):
-    """The operator over a tensor-parallel group: local max and sum of squares, all-gather, local exp-sum,
-    all-reduce, normalise (fp32 arithmetic)."""
+    """Over a tensor-parallel group: local max and sum of squares, all-gather, local exp-sum, all-reduce, normalise."""
     xf = x.float()
     stats = torch.stack([xf.amax(dim=1), xf.square().sum(dim=1)])
     gathered = torch.empty((world,) + tuple(stats.shape), dtype=stats.dtype, device=x.device)
@@ -99,12 +90,6 @@ def sharded_composed(x, cols, world):
     z = e.sum(dim=1)
     dist.all_reduce(z)
     return (e / z[:, None]).to(x.dtype)
-
-
-def rel_err(out, ref, order):
-    """The worst row's |out - ref| / |ref| (vector norm of that order), in float64."""
-    norm = lambda t: torch.linalg.vector_norm(t, order, dim=-1)  # noqa: E731
-    return (norm(out.double() - ref) / norm(ref)).max().item()
 
 
 def random_input(rows, cols, dtype, seed, with_dy=False):
@@ -119,8 +104,8 @@ def random_input(rows, cols, dtype, seed, with_dy=False):
 
 
 def capture(fn, stream, warmup):
-    """A CUDA Graph of fn() captured on `stream` after warm-up there (a backward is captured on its forward's
-    stream, where autograd runs it)."""
+    """A CUDA Graph of fn() captured on `stream` after warm-up there (a backward on its forward's stream, where
+    autograd runs it)."""
     with torch.cuda.stream(stream):
         for _ in range(warmup):
             fn()
@@ -132,8 +117,7 @@ def capture(fn, stream, warmup):
 
 
 def time_call(call, iterations, events, before_sample=None):
-    """`iterations` host samples of call() in us, launch to torch.cuda.synchronize(), then the batched event
-    interval. Returns (host samples, interval)."""
+    """(host samples in us, launch to torch.cuda.synchronize(); the batched event interval per call)."""
     host = []
     for _ in range(iterations):
         if before_sample:
@@ -151,10 +135,9 @@ def time_call(call, iterations, events, before_sample=None):
     return host, begin.elapsed_time(end) * 1e3 / iterations
 
 
-class Suite:
-    """One operator's inputs, reference, variants and accuracy (the forward's); the core below times any."""
-    order = math.inf  # the norm of max_rel_err
-    rank, world, before_sample = 0, 1, None
+class Forward:
+    """An operator's inputs, reference, variants, accuracy and records (the forward's); measure() times any."""
+    order, rank, world, before_sample = math.inf, 0, 1, None  # order: the norm of max_rel_err
 
     def __init__(self, args, compiled, rss_torch=None):
         self.args, self.compiled, self.rss_torch = args, compiled, rss_torch
@@ -164,44 +147,55 @@ class Suite:
         self.ref = composed(self.x.double())
 
     def builder(self, base):
-        """A function that builds the variant `base` (no _graph) afresh: it returns the call to time."""
+        """What builds the variant `base` (no _graph) afresh, returning the call to time."""
         fn = {"torch_eager": composed, "torch_compile": self.compiled}[base]
         return lambda: lambda: fn(self.x)
 
     def error(self, out):
-        return rel_err(out, self.ref, self.order)
+        norm = lambda t: torch.linalg.vector_norm(t, self.order, dim=-1)  # noqa: E731
+        return (norm(out.double() - self.ref) / norm(self.ref)).max().item()
 
     def reduce(self, host):
         return host
 
+    def document(self, context, turns, failures):
+        runs = [records.run_entry(f"{records.shape_label(*t['shape'])}/round{t['round']}/{t['variant']}", t["host"],
+                                  t["device_us"], rows=t["shape"][0], cols=t["shape"][1], round=t["round"],
+                                  position=t["position"], kernels=-1, launches=1 if t["variant"].endswith("_graph")
+                                  else -1, cooperative=0, logical_bytes=-1, evicted_tiles=0,
+                                  max_rel_err=t["max_rel_err"]) for t in turns]
+        runs += [{"name": f"{records.shape_label(*f['shape'])}/{f['variant']}", "run_type": "iteration",
+                  "error_occurred": True, "error_message": f["error"]} for f in failures]
+        return {"context": {"schema": records.SCHEMA, **{k: v if isinstance(v, dict) else str(v)
+                                                         for k, v in context.items()}}, "benchmarks": runs}
 
-class Backward(Suite):
+
+class Backward(Forward):
     order = 2
 
     def prepare(self, rows, cols, dtype):
         x, self.dy = random_input(rows, cols, dtype, self.args.fixture_seed, with_dy=True)
-        self.x = x.requires_grad_(True)
-        x64 = x.detach().double().requires_grad_(True)
+        self.x, x64 = x.requires_grad_(True), x.detach().double().requires_grad_(True)
         self.ref = torch.autograd.grad(composed(x64), x64, self.dy.double())[0]
 
     def builder(self, base):
         x, dy = self.x, self.dy
-        impl, _, kind = base.rpartition("_")
+        impl, _, op = base.rpartition("_")
         forward = {"torch_eager": composed, "torch_compile": self.compiled,
                    "rss_op": self.rss_torch and self.rss_torch.rms_scaled_softmax}[impl]
 
         def bwd():
-            if impl == "rss_op":  # x and the row statistics, what its autograd formula saves (y not read)
+            if impl == "rss_op":  # from x and the row statistics, what its autograd formula saves (y not read)
                 _, stats = torch.ops.rss.rms_scaled_softmax(x.detach())
                 return lambda: torch.ops.rss.rms_scaled_softmax_backward(x.detach(), stats, dy)
             with torch.cuda.stream(self.stream):
                 y = forward(x)
             self.stream.synchronize()
             return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)[0]
-        return bwd if kind == "bwd" else lambda: lambda: torch.autograd.grad(forward(x), x, dy)[0]
+        return bwd if op == "bwd" else lambda: lambda: torch.autograd.grad(forward(x), x, dy)[0]
 
 
-class Sharded(Suite):
+class Sharded(Forward):
     order = 2
 
     def __init__(self, args, compiled, rss_torch=None):
@@ -228,22 +222,34 @@ class Sharded(Suite):
     def error(self, out):
         parts = [torch.empty((len(self.check), w), dtype=torch.float32, device="cuda") for w in self.widths]
         dist.all_gather(parts, out[self.check].float().contiguous())
-        return rel_err(torch.cat(parts, dim=1), self.ref, self.order)
+        return super().error(torch.cat(parts, dim=1))
 
-    def reduce(self, host):
-        t = torch.tensor(host, dtype=torch.float64, device="cuda")
-        every = [torch.empty_like(t) for _ in range(self.world)]
-        dist.all_gather(every, t)
+    def reduce(self, host):  # the slowest rank's time per sample
+        every = [torch.empty(len(host), dtype=torch.float64, device="cuda") for _ in range(self.world)]
+        dist.all_gather(every, torch.tensor(host, dtype=torch.float64, device="cuda"))
         return torch.stack(every).amax(dim=0).tolist()
+
+    def document(self, context, turns, failures):
+        out = {}
+        for t in turns:
+            rec = out.setdefault((t["shape"], t["variant"]), {
+                "rows": t["shape"][0], "cols": t["shape"][1], "dtype": t["shape"][2], "world": self.world,
+                "variant": t["variant"], "detail": f"torch {torch.__version__}, all_gather_into_tensor + all_reduce, "
+                "eager", "status": "ok", "max_rel_err": t["max_rel_err"], "uuids": context["uuid"].split(","),
+                "samples_us": [], "round_of_sample": []})
+            rec["samples_us"] += [round(v, 3) for v in t["host"]]
+            rec["round_of_sample"] += [t["round"]] * len(t["host"])
+        return {"context": context, "records": list(out.values())}
 
 
 def measure(suite, args, variants, work, write):
-    """The core: rounds of shuffled variants per (shape, dtype), each built, warmed up, checked and timed."""
+    """The core: rounds of shuffled variants per (shape, dtype), each built, warmed up, checked once and timed."""
     suite.stream = torch.cuda.Stream()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
     turns, failures, start = [], [], time.time()
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if suite.rank == 0 else (lambda *a: None)
-    for index, (rows, cols, dtype) in enumerate(work):
+    for index, shape in enumerate(work):
+        rows, cols, dtype = shape
         say(f"[{index + 1}/{len(work)}] {rows}x{cols} {dtype}")
         suite.prepare(rows, cols, getattr(torch, {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[dtype]))
         errors, failed = {}, set()
@@ -254,13 +260,11 @@ def measure(suite, args, variants, work, write):
                 if args.trace:
                     say(f"  round {rnd}: {variant}")
                 try:
-                    build = suite.builder(variant.removesuffix("_graph"))
+                    call = result = suite.builder(variant.removesuffix("_graph"))()
+                    graph = None
                     if variant.endswith("_graph"):
-                        graph, out = capture(build(), suite.stream, args.warmup)
+                        graph, out = capture(call, suite.stream, args.warmup)
                         call, result = graph.replay, lambda: out
-                    else:
-                        graph = None
-                        call = result = build()
                     for _ in range(args.warmup):
                         call()
                     torch.cuda.synchronize()
@@ -271,26 +275,22 @@ def measure(suite, args, variants, work, write):
                 except Exception as e:  # noqa: BLE001 (a failing peer is recorded; the others still run)
                     if suite.world > 1:
                         raise  # the other ranks wait in a collective: stop them all
-                    msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    msg = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
                     say(f"  {variant} failed: {msg}")
-                    failures.append({"rows": rows, "cols": cols, "dtype": dtype, "variant": variant, "error": msg})
+                    failures.append({"shape": shape, "variant": variant, "error": msg})
                     failed.add(variant)
                     continue
                 host, interval = time_call(call, args.iterations, events, suite.before_sample)
-                turns.append({"rows": rows, "cols": cols, "dtype": dtype, "variant": variant, "round": rnd,
-                              "position": position, "host": suite.reduce(host), "device_us": interval,
-                              "max_rel_err": errors[variant]})
+                turns.append({"shape": shape, "variant": variant, "round": rnd, "position": position,
+                              "host": suite.reduce(host), "device_us": interval, "max_rel_err": errors[variant]})
                 del call, result, graph
                 torch.cuda.synchronize()
             done = index * args.rounds + rnd + 1
             say(f"  round {rnd + 1}/{args.rounds} ({', '.join(order)}): about "
                 f"{(time.time() - start) / done * (len(work) * args.rounds - done):.0f} s left")
-        for variant in variants:  # sharded_bench's summary line
-            host = sorted(h for t in turns if (t["rows"], t["cols"], t["dtype"], t["variant"]) ==
-                          (rows, cols, dtype, variant) for h in t["host"])
-            if host:
-                say(f"{rows:6d} x {cols:<9d} {dtype} {variant} {host[len(host) // 2]:10.2f} us  "
-                    f"err {errors[variant]:.3g}")
+        for variant in (v for v in variants if v in errors):  # sharded_bench's summary line
+            host = sorted(h for t in turns if (t["shape"], t["variant"]) == (shape, variant) for h in t["host"])
+            say(f"{rows:6d} x {cols:<9d} {dtype} {variant} {host[len(host) // 2]:10.2f} us  err {errors[variant]:.3g}")
         for name in ("x", "dy", "ref"):
             vars(suite).pop(name, None)
         torch.cuda.empty_cache()
@@ -299,42 +299,16 @@ def measure(suite, args, variants, work, write):
     return turns, failures
 
 
-def gb_runs(turns, failures):
-    """rss-records/2 runs (records.py) of the timed turns, and a failed run per failure."""
-    runs = [records.run_entry(f"{records.shape_label(t['rows'], t['cols'], t['dtype'])}/round{t['round']}/"
-                              f"{t['variant']}", t["host"], t["device_us"], rows=t["rows"], cols=t["cols"],
-                              round=t["round"], position=t["position"], kernels=-1,
-                              launches=1 if t["variant"].endswith("_graph") else -1, cooperative=0,
-                              logical_bytes=-1, evicted_tiles=0, max_rel_err=t["max_rel_err"]) for t in turns]
-    return runs + [{"name": f"{records.shape_label(f['rows'], f['cols'], f['dtype'])}/{f['variant']}",
-                    "run_type": "iteration", "error_occurred": True, "error_message": f["error"]} for f in failures]
-
-
-def sharded_records(turns, uuids, world):
-    """sharded_bench's records: every sample of a (shape, dtype, variant) with its round."""
-    out = {}
-    for t in turns:
-        rec = out.setdefault(tuple(t[k] for k in ("rows", "cols", "dtype", "variant")), {
-            "rows": t["rows"], "cols": t["cols"], "dtype": t["dtype"], "world": world, "variant": t["variant"],
-            "detail": f"torch {torch.__version__}, all_gather_into_tensor + all_reduce, eager", "status": "ok",
-            "max_rel_err": t["max_rel_err"], "uuids": uuids, "samples_us": [], "round_of_sample": []})
-        rec["samples_us"] += [round(v, 3) for v in t["host"]]
-        rec["round_of_sample"] += [t["round"]] * len(t["host"])
-    return list(out.values())
-
-
 def run(rank, args, world=1, port=None):
-    """One process's share: all of the forward and backward suites, one rank of the sharded one."""
+    """One process's share: all of the forward or backward suite, one rank of the sharded one."""
     if port is not None:  # a spawned rank
         import_torch()
         torch.cuda.set_device(rank)
         dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                                 device_id=torch.device("cuda", rank))
-    variants = [v for v in args.variants.split(",") if v]
+    variants = args.variants.split(",")
     work = [(int(r), int(c), d) for r, c in (s.strip().lower().split("x") for s in args.shapes.split(",") if s.strip())
-            for d in args.dtypes.split(",")]
-    if args.shape_order == "reverse":
-        work.reverse()
+            for d in args.dtypes.split(",")][::-1 if args.shape_order == "reverse" else 1]
     for name in ("cache_size_limit", "recompile_limit"):  # a compile cache for every static shape (renamed in 2.x)
         if hasattr(torch._dynamo.config, name):
             setattr(torch._dynamo.config, name, max(64, 4 * len(work)))
@@ -342,26 +316,24 @@ def run(rank, args, world=1, port=None):
     # (torch.compile refuses retain_graph=True then); they only save memory.
     torch._functorch.config.donated_buffer = False
     rss_torch = None
-    if args.suite == "backward" and any(v.startswith("rss_op") for v in variants):
+    if any(v.startswith("rss_op") for v in variants):
         try:
             import rss_torch  # the installed package: pip install --no-build-isolation ./python
         except ImportError as e:
-            print(f"rssbench peers: rss_torch is not importable ({e}): the rss_op variants are left out",
-                  file=sys.stderr)
+            print(f"rssbench peers: rss_torch is not importable ({e}): no rss_op variants", file=sys.stderr)
             variants = [v for v in variants if not v.startswith("rss_op")]
-    suite = {"forward": Suite, "backward": Backward, "sharded": Sharded}[args.suite](
+    suite = {"forward": Forward, "backward": Backward, "sharded": Sharded}[args.suite](
         args, torch.compile(composed, dynamic=False), rss_torch)
     props = torch.cuda.get_device_properties(rank)
     uuids = [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in range(world)]
-    context = {"producer": PRODUCER[args.suite], "suite": args.suite, "session": args.session, "gpu": props.name,
+    context = {"producer": SUITES[args.suite][0], "suite": args.suite, "session": args.session, "gpu": props.name,
                "uuid": ",".join(uuids), "toolkit": torch.version.cuda, "sm_count": props.multi_processor_count,
                "torch": torch.__version__, "rounds": args.rounds, "iterations": args.iterations,
                "warmup": args.warmup, "seed": args.seed, "shape_order": args.shape_order, "shapes": args.shapes,
-               "dtypes": args.dtypes, "variants": ",".join(variants), "fixture_seed": args.fixture_seed}
-    if rank == 0:
-        context.update(driver=session.nvidia_smi(["driver_version"], uuids[0]).get("driver_version", "unknown"),
-                       clocks_start=session.nvidia_smi(session.CLOCKS, uuids[0]), clocks_end={},
-                       source_hash=records.source_hash(args.tree))
+               "dtypes": args.dtypes, "variants": ",".join(variants), "fixture_seed": args.fixture_seed,
+               "driver": session.nvidia_smi(["driver_version"], uuids[0]).get("driver_version", "unknown"),
+               "clocks_start": session.nvidia_smi(session.CLOCKS, uuids[0]), "clocks_end": {},
+               "source_hash": records.source_hash(args.tree)}
     if args.suite == "sharded":
         context.update(gpus=",".join(torch.cuda.get_device_name(i) for i in range(world)), world=world,
                        nccl=".".join(map(str, torch.cuda.nccl.version())), time=int(time.time()),
@@ -370,13 +342,10 @@ def run(rank, args, world=1, port=None):
         fx = fixture.describe(args.fixture_seed)
         context.update(fixture_generator=fx["generator"], fixture_hash=fx["hash"])
 
-    def write(turns, failures, path=args.out + ".partial"):
-        if args.suite == "sharded":
-            with open(path, "w") as f:
-                json.dump({"context": context, "records": sharded_records(turns, uuids, world)}, f, indent=1)
-        else:
-            records.write(path, {k: v if isinstance(v, dict) else str(v) for k, v in context.items()},
-                          gb_runs(turns, failures))
+    def write(turns, failures):
+        with open(args.out + ".partial", "w", encoding="utf-8") as f:
+            json.dump(suite.document(context, turns, failures), f, indent=1)
+            f.write("\n")
 
     start = time.time()
     turns, failures = measure(suite, args, variants, work, write)
@@ -386,7 +355,7 @@ def run(rank, args, world=1, port=None):
         if args.suite != "sharded":
             records.load(args.out + ".partial", complete=False)  # what it wrote follows the schema
         os.replace(args.out + ".partial", args.out)
-        print(f"rssbench peers: {len(turns)} records ({len(failures)} failed variants) written to {args.out} in "
+        print(f"rssbench peers: {len(turns)} records, {len(failures)} failures, written to {args.out} in "
               f"{time.time() - start:.0f} s", file=sys.stderr)
     if port is not None:
         dist.destroy_process_group()
@@ -396,28 +365,26 @@ def run(rank, args, world=1, port=None):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="rssbench peers", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--suite", choices=sorted(SUITES), default="forward", help="the operator (default forward)")
-    ap.add_argument("--out", required=True, help="record file to write")
-    ap.add_argument("--shapes", help="comma list ROWSxCOLS (default: the suite's)")
-    ap.add_argument("--dtypes", help="comma list of fp32, bf16, fp16 (forward: fp32; others: fp32,bf16)")
-    ap.add_argument("--variants", help="comma list, a subset of the suite's (default: all of them)")
-    ap.add_argument("--rounds", type=int, help="rounds per shape and dtype (forward 10, backward 3, sharded 5)")
-    ap.add_argument("--iterations", "--samples", type=int, help="host samples per variant and round "
-                                                                "(forward and backward 50, sharded 20)")
-    ap.add_argument("--warmup", type=int, help="calls before each variant's samples (sharded 5, others 3)")
-    ap.add_argument("--seed", type=int, help="seed of the per-round shuffles (sharded: of the input too; default 1, "
-                                             "sharded: the time)")
-    ap.add_argument("--session", type=int, default=1, help="session number (recorded; forward: part of the shuffle)")
-    ap.add_argument("--fixture-seed", type=int, default=42, help="seed of the input (forward: the fixture's)")
-    ap.add_argument("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
-    ap.add_argument("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
-    ap.add_argument("--tree", default=TREE, help="tree whose include/ and bench/ are hashed into the records")
-    ap.add_argument("--trace", action="store_true", help="print each variant as it starts (to find a failing one)")
+    add = ap.add_argument
+    add("--suite", choices=sorted(SUITES), default="forward", help="the operator (default forward)")
+    add("--out", required=True, help="record file to write")
+    add("--shapes", help="comma list ROWSxCOLS (default: the suite's)")
+    add("--dtypes", help="comma list of fp32, bf16, fp16 (forward: fp32; others: fp32,bf16)")
+    add("--variants", help="comma list, a subset of the suite's (default: all of them)")
+    add("--rounds", type=int, help="rounds per shape and dtype (forward 10, backward 3, sharded 5)")
+    add("--iterations", "--samples", type=int, help="host samples per variant and round (sharded 20, others 50)")
+    add("--warmup", type=int, help="calls before each variant's samples (sharded 5, others 3)")
+    add("--seed", type=int, help="seed of the shuffles (sharded: and of the input; default 1, sharded: the time)")
+    add("--session", type=int, default=1, help="session number (recorded and part of the shuffles' seed)")
+    add("--fixture-seed", type=int, default=42, help="seed of the input (forward: of the fixture)")
+    add("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
+    add("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
+    add("--tree", default=TREE, help="tree whose include/ and bench/ are hashed into the records")
+    add("--trace", action="store_true", help="print each variant as it starts (to find a failing one)")
     args = ap.parse_args(argv)
-    known, *defaults = SUITES[args.suite]
+    _, known, *defaults = SUITES[args.suite]
     for key, value in zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults):
-        if getattr(args, key) is None:
-            setattr(args, key, value)
+        setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
     args.variants = args.variants or ",".join(known)
     args.seed = args.seed if args.seed is not None else int(time.time()) if args.suite == "sharded" else 1
     if not set(args.dtypes.split(",")) <= set(TOLERANCE) or not set(args.variants.split(",")) <= set(known):
@@ -428,12 +395,13 @@ def main(argv=None):
         return EXIT_NO_TORCH
     if args.suite != "sharded":
         return run(0, args)
-    for key in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
-        os.environ.setdefault(key, "0" if key == "NCCL_NVLS_ENABLE" else "1")  # NVLink multicast stays off
-    world = args.world or min(torch.cuda.device_count(), 8)
+    for key, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+                       ("NVSHMEM_DISABLE_NVLS", "1")):
+        os.environ.setdefault(key, value)  # NVLink multicast stays off in every rank
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    world = args.world or min(torch.cuda.device_count(), 8)
     torch.multiprocessing.spawn(run, args=(args, world, port), nprocs=world, join=True)
     return 0
 
