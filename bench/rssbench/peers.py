@@ -41,7 +41,6 @@ import session  # noqa: E402  (nvidia_smi)
 EXIT_NO_TORCH = 3
 EPS = 1e-5
 TOLERANCE = {"fp32": 1e-5, "bf16": 1e-2, "fp16": 1e-2}
-TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BACKWARD = tuple(f"{impl}_{op}{graph}" for op in ("bwd", "fwdbwd") for impl in ("torch_eager", "torch_compile", "rss_op")
                  for graph in ("", "_graph") if (impl, op, graph) != ("torch_eager", "fwdbwd", "_graph"))
 SUITES = {  # producer, variants, defaults of --shapes --dtypes --rounds --iterations --warmup
@@ -379,7 +378,7 @@ def main(argv=None):
     add("--fixture-seed", type=int, default=42, help="seed of the input (forward: of the fixture)")
     add("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
     add("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
-    add("--tree", default=TREE, help="tree whose include/ and bench/ are hashed into the records")
+    add("--tree", default=records.TREE, help="tree whose include/ and bench/ are hashed into the records")
     add("--trace", action="store_true", help="print each variant as it starts (to find a failing one)")
     args = ap.parse_args(argv)
     _, known, *defaults = SUITES[args.suite]

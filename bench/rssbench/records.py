@@ -42,6 +42,7 @@ import statistics
 import sys
 
 SCHEMA = "rss-records/2"
+TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 DTYPES = ("fp32", "bf16", "fp16")
 # The forward's variants in report order (report.py, tune.py); a name not listed is reported as an rss strategy.
 STRATEGIES = ("baseline", "baseline_graph", "local_fusion", "megakernel_grid", "megakernel_row", "block_row",

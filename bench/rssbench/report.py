@@ -1,32 +1,16 @@
 #!/usr/bin/env python3
-"""Aggregates, tables, figures and their verification, from raw benchmark records only.
+"""The forward report (summary.json, results.md, provenance.json, bars.png, controls.png) from the raw records only,
+and its verification: aggregates, figures and targets as docs/protocol.md defines them.
 
-The measurement protocol and the targets are described in docs/protocol.md.
+    python3 bench/rssbench report build     (defaults: --records bench/results/raw --out bench/results)
+    python3 bench/rssbench report verify    (the same, and --tree: the repository holding this script)
 
-    python3 bench/rssbench report build            (defaults: --records bench/results/raw --out bench/results)
-    python3 bench/rssbench report verify           (the same, and --tree: the repository holding this script)
-
-build writes summary.json, results.md, provenance.json, bars.png and controls.png into --out.
-verify recomputes all of it from the raw records, compares it with the committed files (floats with relative
-tolerance 1e-9, results.md as text), checks every raw file's sha256 against provenance.json and every
-session's source hash against the tree, and that the sessions ran on distinct GPUs (their UUIDs differ),
-then prints PASS or each mismatch and exits 1.
-
-Aggregation:
-  round value       = median of the host_us samples of one (session, shape, dtype, variant, round)
-  session median    = median over rounds of the round values; p10, p90 likewise (numpy, linear)
-  host_us           = mean of the session medians; whiskers span the session medians (not a CI)
-  device_us         = the same on device_us samples (null when a variant has none)
-  retention delta   = per session and round, control round value - megakernel_grid round value (paired by
-                      round), median per session, mean across sessions
-  limit                 = the faster of copy_floor and memcpy_floor (same shape and dtype)
-  ratio_to_limit        = host_us / host_us of the limit
-  ratio_to_fastest_peer = host_us / min host_us over torch_* variants (same shape and dtype)
-Targets per shape and dtype (best = the fastest rss strategy, automatic included):
-  best is faster than torch_compile_graph;
-  best <= 1.15 x limit where the limit is at least 20 us, else best <= limit + 3 us (launch-latency bound);
-  automatic is within 3% of best.
-Figures are drawn from the numbers stored in provenance.json, so verifying provenance verifies the plots.
+Round value: median of a round's samples; per session: median, p10, p90 over rounds (numpy, linear); a variant's
+host_us (device_us likewise): mean of the session medians; limit: the faster floor. verify recomputes everything,
+compares it with the files under --out (numbers with relative tolerance 1e-9, results.md as text), checks each raw
+file's sha256 against provenance.json, each session's source hash against --tree and that the sessions ran on
+distinct GPUs, then prints PASS or every mismatch (exit 1). The figures are drawn from the numbers provenance.json
+holds, so verifying provenance verifies the plots.
 """
 import argparse
 import difflib
@@ -36,12 +20,11 @@ import os
 import sys
 from collections import Counter, defaultdict
 
-# numpy and matplotlib are imported where they are used, so that --help works before the Python dependencies
-# are installed.
-
+# numpy and matplotlib are imported where they are used: --help works before the Python dependencies are installed.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import records  # noqa: E402  (sibling module; the tools are run as scripts)
 
+TREE = records.TREE
 KNOWN_VARIANTS = list(records.KNOWN_VARIANTS)
 FLOORS = records.FLOORS
 REFERENCE, LOCAL_FUSION, COMPILE_GRAPH, AUTOMATIC = "megakernel_grid", "local_fusion", "torch_compile_graph", "automatic"
@@ -53,8 +36,11 @@ REL_TOL = 1e-9
 NOTICE = "Each panel has its own axis: do not compare bar lengths across shapes"
 CONTROLS_NOTICE = "Each panel has its own axis: compare controls within a shape only"
 WHISKER_NOTE = "Bars: mean of the session medians. Whiskers: span of the session medians (not confidence intervals)."
-AXIS_FILL = 0.8  # the largest plotted value fills 80% of its panel's axis (the article asks for at least 75%)
+AXIS_FILL = 0.8  # the largest plotted value fills 80% of its panel's axis (the protocol asks for at least 75%)
 OUTPUTS = ("summary.json", "results.md", "provenance.json", "bars.png", "controls.png")
+# The project's shapes, article shapes first; other shapes follow by size.
+KNOWN_SHAPES = [(1, 131072), (8, 131072), (64, 131072), (32, 128256), (1, 1048576), (1, 4194304),
+                (4096, 4096), (4096, 32768), (16384, 8192), (1, 16777216)]
 
 
 def is_peer(v):
@@ -65,17 +51,9 @@ def is_control(v):
     return v.startswith("control_")
 
 
-def is_megakernel(v):
-    return v.startswith("megakernel")
-
-
-def is_floor(v):
-    return v in FLOORS
-
-
 def is_strategy(v):
     """An rss launch strategy (unknown names count as strategies): not a peer, control or floor."""
-    return not (is_peer(v) or is_control(v) or is_floor(v))
+    return not (is_peer(v) or is_control(v) or v in FLOORS)
 
 
 def limit_target(limit_us):
@@ -85,11 +63,6 @@ def limit_target(limit_us):
 
 def variant_order(v):
     return (KNOWN_VARIANTS.index(v), v) if v in KNOWN_VARIANTS else (len(KNOWN_VARIANTS), v)
-
-
-# The project's shapes, article shapes first; other shapes follow by size.
-KNOWN_SHAPES = [(1, 131072), (8, 131072), (64, 131072), (32, 128256), (1, 1048576), (1, 4194304),
-                (4096, 4096), (4096, 32768), (16384, 8192), (1, 16777216)]
 
 
 def shape_order(shape):
@@ -102,10 +75,6 @@ def shape_name(shape):
     return f"{shape[0]} x {shape[1]} {shape[2]}"
 
 
-def _f(x):
-    return None if x is None else float(x)
-
-
 def _mean(values):
     import numpy as np
     values = [v for v in values if v is not None]
@@ -116,7 +85,10 @@ def _ratio(a, b):
     return a / b if a is not None and b else None
 
 
-# ------------------------------------------------------------------------------------------ collection
+def _host(r):
+    return r and r["host_us"]
+
+
 def collect(files):
     """Merge validated raw files: session descriptions, per-round records, and which file fed which key."""
     sessions, rounds, sources = {}, defaultdict(dict), defaultdict(set)
@@ -133,9 +105,8 @@ def collect(files):
             if a != b:
                 raise records.RecordError(f"{name}: session {s} {key} {b!r} differs from its other files ({a!r})")
         cfg = ctx["config"]
-        info["producers"].append({"producer": doc["producer"], "file": name, "shape_order": cfg["shape_order"],
-                                  "rounds": cfg["rounds"], "iterations": cfg["iterations"], "seed": cfg["seed"],
-                                  "protocol": cfg.get("protocol")})
+        info["producers"].append({"producer": doc["producer"], "file": name, **{k: cfg[k] for k in (
+            "shape_order", "rounds", "iterations", "seed")}, "protocol": cfg.get("protocol")})
         for rec in doc["records"]:
             key = (s, (rec["rows"], rec["cols"], rec["dtype"]), rec["variant"])
             if rec["round"] in rounds[key]:
@@ -148,24 +119,20 @@ def collect(files):
 
 def protocol_checks(files, sessions):
     """Facts about the session design (docs/protocol.md); verify fails when the sessions share a GPU."""
+    keys = ("distinct_uuids", "same_source_hash", "same_fixture", "same_config", "shape_order_reversed")
     if len(sessions) < 2:
-        return {"sessions": len(sessions), "distinct_uuids": None, "same_source_hash": None,
-                "same_fixture": None, "same_config": None, "shape_order_reversed": None}
+        return {"sessions": len(sessions), **dict.fromkeys(keys)}
     by_producer = defaultdict(list)
     for _n, _sha, doc in files:
         by_producer[doc["producer"]].append(doc["context"]["config"])
     strip = lambda c: {k: v for k, v in c.items() if k != "shape_order"}  # noqa: E731
-    return {
-        "sessions": len(sessions),
-        "distinct_uuids": len({records.normalize_uuid(s["uuid"]) for s in sessions}) == len(sessions),
-        "same_source_hash": len({s["source_hash"] for s in sessions}) == 1,
-        "same_fixture": len({s["fixture_hash"] for s in sessions}) == 1,
-        "same_config": all(all(strip(c) == strip(cs[0]) for c in cs) for cs in by_producer.values()),
-        "shape_order_reversed": all(len({c["shape_order"] for c in cs}) == 2 for cs in by_producer.values()),
-    }
+    return dict(zip(("sessions",) + keys, (
+        len(sessions), len({records.normalize_uuid(s["uuid"]) for s in sessions}) == len(sessions),
+        len({s["source_hash"] for s in sessions}) == 1, len({s["fixture_hash"] for s in sessions}) == 1,
+        all(all(strip(c) == strip(cs[0]) for c in cs) for cs in by_producer.values()),
+        all(len({c["shape_order"] for c in cs}) == 2 for cs in by_producer.values()))))
 
 
-# ----------------------------------------------------------------------------------------- aggregation
 def round_values(recs, field):
     """{round: median of that round's samples} for rounds that have samples."""
     import numpy as np
@@ -191,18 +158,15 @@ def metadata(all_recs, warnings, label):
             warnings.append(f"{label}: '{key}' differs between records {dict(counts)}; the most common is shown")
         out[key] = counts.most_common(1)[0][0]
     errs = [rec["max_rel_err"] for rec in all_recs if rec["max_rel_err"] is not None]
-    out["max_rel_err"] = float(max(errs)) if errs else None
-    return out
+    return dict(out, max_rel_err=float(max(errs)) if errs else None)
 
 
 def aggregate(sessions, rounds):
-    """The summary's results list, retention deltas and best-per-shape rows."""
+    """The summary's results list, retention deltas and best-per-shape rows, and warnings."""
     import numpy as np
     sids = [s["session"] for s in sessions]
-    keys = sorted({k[1:] for k in rounds}, key=lambda k: (shape_order(k[0]), variant_order(k[1])))
-    warnings, results = [], []
-    host_rv = {}  # (session, shape, variant) -> {round: value}, for the paired deltas
-    for shape, variant in keys:
+    warnings, results, host_rv = [], [], {}  # host_rv: (session, shape, variant) -> {round: value}, for deltas
+    for shape, variant in sorted({k[1:] for k in rounds}, key=lambda k: (shape_order(k[0]), variant_order(k[1]))):
         stats, dev = [], []
         for s in sids:
             recs = rounds.get((s, shape, variant), {})
@@ -213,35 +177,30 @@ def aggregate(sessions, rounds):
         missing = [s for s, st in zip(sids, stats) if st is None]
         if missing:
             warnings.append(f"{label}: no records in session(s) {missing}")
-        all_recs = [rec for s in sids for rec in rounds.get((s, shape, variant), {}).values()]
+        medians, dev_medians = [st and st["median"] for st in stats], [d and d["median"] for d in dev]
         results.append({
-            "rows": shape[0], "cols": shape[1], "dtype": shape[2], "variant": variant,
-            "host_us": _mean([st and st["median"] for st in stats]),
-            "host_us_sessions": [st and st["median"] for st in stats],
-            "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
-            "rounds_sessions": [st["rounds"] if st else 0 for st in stats],
-            "device_us": _mean([d and d["median"] for d in dev]),
-            "device_us_sessions": [d and d["median"] for d in dev],
-            **metadata(all_recs, warnings, label)})
+            "rows": shape[0], "cols": shape[1], "dtype": shape[2], "variant": variant, "host_us": _mean(medians),
+            "host_us_sessions": medians, "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
+            "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": _mean(dev_medians),
+            "device_us_sessions": dev_medians, **metadata(
+                [rec for s in sids for rec in rounds.get((s, shape, variant), {}).values()], warnings, label)})
     by_key = {((r["rows"], r["cols"], r["dtype"]), r["variant"]): r for r in results}
     shapes = sorted({k[0] for k in by_key}, key=shape_order)
+
     def fastest_of(shape, pick):
-        rs = [r for (sh, v), r in by_key.items() if sh == shape and pick(v) and r["host_us"] is not None]
+        rs = [r for (sh, v), r in by_key.items() if sh == shape and pick(v) and r["host_us"]]
         return min(rs, key=lambda r: (r["host_us"], r["variant"])) if rs else None
 
-    limits = {shape: fastest_of(shape, is_floor) for shape in shapes}
+    limits = {shape: fastest_of(shape, lambda v: v in FLOORS) for shape in shapes}
     for r in results:
         shape = (r["rows"], r["cols"], r["dtype"])
-        limit, fastest = limits[shape], fastest_of(shape, is_peer)
-        r["ratio_to_limit"] = _ratio(r["host_us"], limit and limit["host_us"])
-        r["ratio_to_fastest_peer"] = _ratio(r["host_us"], fastest and fastest["host_us"])
-        r["fastest_peer"] = fastest and fastest["variant"]
-
-    deltas = []
+        fastest = fastest_of(shape, is_peer)
+        r.update(ratio_to_limit=_ratio(r["host_us"], _host(limits[shape])),
+                 ratio_to_fastest_peer=_ratio(r["host_us"], _host(fastest)), fastest_peer=fastest and fastest["variant"])
+    deltas, best = [], []
     for shape in shapes:
         ref = by_key.get((shape, REFERENCE))
-        controls = sorted((v for sh, v in by_key if sh == shape and is_control(v)), key=variant_order)
-        for control in controls if ref else []:
+        for control in sorted((v for sh, v in by_key if sh == shape and is_control(v)), key=variant_order) if ref else []:
             per_session, pairs = [], []
             for s in sids:
                 c, m = host_rv[(s, shape, control)], host_rv[(s, shape, REFERENCE)]
@@ -253,71 +212,54 @@ def aggregate(sessions, rounds):
                            "reference": REFERENCE, "delta_us": delta, "delta_us_sessions": per_session,
                            "pairs_sessions": pairs, "reference_host_us": ref["host_us"],
                            "relative_to_reference": _ratio(delta, ref["host_us"])})
-
-    best = []
-    for shape in shapes:
-        strategies = [r for (sh, v), r in by_key.items() if sh == shape and is_strategy(v) and r["host_us"]]
-        if not strategies:
+        b = fastest_of(shape, is_strategy)
+        if not b:
             continue
-        b = min(strategies, key=lambda r: (r["host_us"], r["variant"]))
-        mks = [r for r in strategies if is_megakernel(r["variant"])]
-        mk = min(mks, key=lambda r: r["host_us"]) if mks else None
-        copy, memcpy, cg, lf, auto = (by_key.get((shape, v)) for v in (FLOORS[0], FLOORS[1], COMPILE_GRAPH,
-                                                                       LOCAL_FUSION, AUTOMATIC))
+        mk = fastest_of(shape, lambda v: v.startswith("megakernel"))
+        copy, memcpy, cg, lf, auto = (by_key.get((shape, v)) for v in FLOORS + (COMPILE_GRAPH, LOCAL_FUSION, AUTOMATIC))
         limit = limits[shape]
-        limit_us = limit and limit["host_us"]
-        target_us = None if limit_us is None else limit_target(limit_us)
-        cg_us = cg and cg["host_us"]
-        auto_ratio = _ratio(auto and auto["host_us"], b["host_us"])
-        checks = {
-            "beats_torch_compile_graph": None if cg_us is None else b["host_us"] < cg_us,
-            "within_limit_target": None if target_us is None else b["host_us"] <= target_us,
-            "automatic_within_3pct": None if auto_ratio is None else auto_ratio <= 1.0 + AUTOMATIC_SLACK}
+        target_us = None if limit is None else limit_target(limit["host_us"])
+        auto_ratio = _ratio(_host(auto), b["host_us"])
+        checks = {"within_limit_target": None if target_us is None else b["host_us"] <= target_us,
+                  "beats_torch_compile_graph": None if _host(cg) is None else b["host_us"] < cg["host_us"],
+                  "automatic_within_3pct": None if auto_ratio is None else auto_ratio <= 1.0 + AUTOMATIC_SLACK}
         best.append({
             "rows": shape[0], "cols": shape[1], "dtype": shape[2], "best_rss_variant": b["variant"],
-            "host_us": b["host_us"], "copy_floor_us": copy and copy["host_us"],
-            "memcpy_floor_us": memcpy and memcpy["host_us"], "limit_variant": limit and limit["variant"],
-            "limit_us": limit_us, "ratio_to_limit": b["ratio_to_limit"], "limit_target_us": target_us,
-            "within_limit_target": checks["within_limit_target"],
-            "torch_compile_graph_us": cg_us, "beats_torch_compile_graph": checks["beats_torch_compile_graph"],
-            "automatic_us": auto and auto["host_us"], "automatic_to_best": auto_ratio,
+            "host_us": b["host_us"], "copy_floor_us": _host(copy), "memcpy_floor_us": _host(memcpy),
+            "limit_variant": limit and limit["variant"], "limit_us": _host(limit), "ratio_to_limit": b["ratio_to_limit"],
+            "limit_target_us": target_us, "within_limit_target": checks["within_limit_target"],
+            "torch_compile_graph_us": _host(cg), "beats_torch_compile_graph": checks["beats_torch_compile_graph"],
+            "automatic_us": _host(auto), "automatic_to_best": auto_ratio,
             "automatic_within_3pct": checks["automatic_within_3pct"],
             # True only when every target could be checked and holds (a missing peer or floor is not a pass).
-            "targets_met": all(v is True for v in checks.values()),
-            "local_fusion_us": lf and lf["host_us"],
-            "best_megakernel_variant": mk and mk["variant"], "best_megakernel_us": mk and mk["host_us"],
-            "megakernel_speedup_over_local_fusion": _ratio(lf and lf["host_us"], mk and mk["host_us"])})
+            "targets_met": all(v is True for v in checks.values()), "local_fusion_us": _host(lf),
+            "best_megakernel_variant": mk and mk["variant"], "best_megakernel_us": _host(mk),
+            "megakernel_speedup_over_local_fusion": _ratio(_host(lf), _host(mk))})
     return results, deltas, best, warnings
 
 
-# ------------------------------------------------------------------------------------ figures' numbers
-def annotation(lf, mk):
-    """Latency-reduction annotation local_fusion -> best megakernel (speedup = local fusion / megakernel)."""
-    change = mk["host_us"] / lf["host_us"] - 1.0
-    speedup = lf["host_us"] / mk["host_us"]
-    return {"from": lf["variant"], "to": mk["variant"], "from_us": lf["host_us"], "to_us": mk["host_us"],
-            "speedup": speedup, "latency_change": change,
-            "text": f"{lf['variant']} -> {mk['variant']}: {change * 100:+.1f}% latency ({speedup:.2f}x)"
-                    + ("" if change < 0 else ", megakernel not faster")}
-
-
 def bar_panels(results):
+    """One panel per shape: every variant but the controls, the local fusion -> megakernel annotation."""
     panels, by_shape = [], defaultdict(list)
     for r in results:
         if not is_control(r["variant"]) and r["host_us"] is not None:
             by_shape[(r["rows"], r["cols"], r["dtype"])].append(r)
     for shape in sorted(by_shape, key=shape_order):
         rs = by_shape[shape]
-        bars = []
-        for r in rs:
-            meds = [m for m in r["host_us_sessions"] if m is not None]
-            bars.append({"variant": r["variant"], "value": r["host_us"], "whisker": [min(meds), max(meds)],
-                         "label": f"{r['host_us']:.1f}"})
+        bars = [{"variant": r["variant"], "value": r["host_us"], "whisker": [min(m), max(m)], "label": f"{r['host_us']:.1f}"}
+                for r in rs for m in [[m for m in r["host_us_sessions"] if m is not None]]]
         largest = max(max(b["value"], b["whisker"][1]) for b in bars)
         axis_max = largest / AXIS_FILL
         lf = next((r for r in rs if r["variant"] == LOCAL_FUSION), None)
-        mks = [r for r in rs if is_megakernel(r["variant"])]
-        ann = annotation(lf, min(mks, key=lambda r: r["host_us"])) if lf and mks else None
+        mks = [r for r in rs if r["variant"].startswith("megakernel")]
+        ann = None
+        if lf and mks:
+            mk = min(mks, key=lambda r: r["host_us"])
+            change, speedup = mk["host_us"] / lf["host_us"] - 1.0, lf["host_us"] / mk["host_us"]
+            ann = {"from": lf["variant"], "to": mk["variant"], "from_us": lf["host_us"], "to_us": mk["host_us"],
+                   "speedup": speedup, "latency_change": change,
+                   "text": f"{lf['variant']} -> {mk['variant']}: {change * 100:+.1f}% latency ({speedup:.2f}x)"
+                           + ("" if change < 0 else ", megakernel not faster")}
         panels.append({"rows": shape[0], "cols": shape[1], "dtype": shape[2], "title": shape_name(shape),
                        "axis": [0.0, axis_max], "fill": largest / axis_max,
                        "range_label": f"axis 0 to {axis_max:.1f} us", "bars": bars, "annotation": ann})
@@ -346,7 +288,6 @@ def control_panels(deltas):
     return panels
 
 
-# --------------------------------------------------------------------------------------------- tables
 def fmt(v, digits=2, suffix=""):
     return "n/a" if v is None else f"{v:.{digits}f}{suffix}"
 
@@ -360,8 +301,8 @@ def yes_no(v):
 
 
 def table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
 def render_markdown(summary):
@@ -384,18 +325,14 @@ def render_markdown(summary):
     if n < 2:
         out += [f"**Only {n} session recorded.** The protocol calls for two sessions (distinct GPUs, reversed "
                 "shape order); values below are that single session's medians and whiskers collapse.", ""]
-    out += ["## Sessions", ""]
-    out += table(["session", "GPU", "UUID", "driver", "toolkit", "SMs", "producers (shape order, rounds x iterations)",
-                  "source hash", "fixture hash"],
-                 [[s["session"], s["gpu"], s["uuid"], s["driver"], s["toolkit"], s["sm_count"],
-                   "; ".join(f"{p['producer']} ({p['shape_order']}, {p['rounds']} x {p['iterations']})"
-                             for p in s["producers"]),
-                   s["source_hash"][:16], s["fixture_hash"][:16]] for s in sessions])
+    out += ["## Sessions", ""] + table(
+        ["session", "GPU", "UUID", "driver", "toolkit", "SMs", "producers (shape order, rounds x iterations)",
+         "source hash", "fixture hash"],
+        [[s["session"], s["gpu"], s["uuid"], s["driver"], s["toolkit"], s["sm_count"],
+          "; ".join(f"{p['producer']} ({p['shape_order']}, {p['rounds']} x {p['iterations']})" for p in s["producers"]),
+          s["source_hash"][:16], s["fixture_hash"][:16]] for s in sessions])
     pc = summary["protocol"]
-    out += ["", "Protocol: " + ", ".join(f"{k.replace('_', ' ')}: {yes_no(pc[k])}" for k in
-                                         ("distinct_uuids", "same_source_hash", "same_fixture", "same_config",
-                                          "shape_order_reversed")), ""]
-
+    out += ["", "Protocol: " + ", ".join(f"{k.replace('_', ' ')}: {yes_no(pc[k])}" for k in list(pc)[1:]), ""]
     out += ["## Headline", "",
             "Best rss strategy per shape (automatic included) against the targets of docs/protocol.md: faster "
             "than torch.compile with CUDA Graph replay; within "
@@ -425,11 +362,10 @@ def render_markdown(summary):
                           f"({b['host_us']:.2f} vs {b['torch_compile_graph_us']:.2f} us)")
         if b["automatic_within_3pct"] is False:
             missed.append(f"{name}: automatic is {b['automatic_to_best']:.3f}x the best strategy")
-        for key, what in (("within_limit_target", "limit (no copy_floor or memcpy_floor records)"),
-                          ("beats_torch_compile_graph", "torch.compile with CUDA Graph replay (no records)"),
-                          ("automatic_within_3pct", "automatic (no records)")):
-            if b[key] is None:
-                unchecked.append(f"{name}: {what}")
+        unchecked += [f"{name}: {what}" for key, what in (
+            ("within_limit_target", "limit (no copy_floor or memcpy_floor records)"),
+            ("beats_torch_compile_graph", "torch.compile with CUDA Graph replay (no records)"),
+            ("automatic_within_3pct", "automatic (no records)")) if b[key] is None]
         sp = b["megakernel_speedup_over_local_fusion"]
         if sp is not None and sp <= 1.0:
             missed.append(f"{name}: the megakernel is not faster than local fusion ({sp:.3f}x)")
@@ -437,54 +373,41 @@ def render_markdown(summary):
         missed.append("the sessions ran on one GPU: the protocol needs distinct GPUs (report.py verify fails)")
     if unchecked:
         out += ["", "Targets not checked:", ""] + [f"- {u}" for u in unchecked]
-    out += ["", "Targets missed:" if missed else "Targets missed: none.", ""]
-    out += [f"- {m}" for m in missed] + ([""] if missed else [])
-
-    out += ["## Retention controls", "",
-            f"Control minus {REFERENCE}, paired by round within a session, median per session, mean across "
-            "sessions. Penalties are not additive components.", ""]
+    out += ["", "Targets missed:" if missed else "Targets missed: none.", ""] + [f"- {m}" for m in missed]
+    out += ([""] if missed else []) + ["## Retention controls", "",
+                                       f"Control minus {REFERENCE}, paired by round within a session, median per "
+                                       "session, mean across sessions. Penalties are not additive components.", ""]
     out += table(["shape", "dtype", "control", "delta us", "per session us (pairs)", f"% of {REFERENCE}"],
                  [[f"{d['rows']} x {d['cols']}", d["dtype"], d["control"], fmt(d["delta_us"]),
                    "; ".join(f"{fmt(v)} ({p})" for v, p in zip(d["delta_us_sessions"], d["pairs_sessions"])),
                    fmt(d["relative_to_reference"] and d["relative_to_reference"] * 100, 1, "%")]
                   for d in deltas]) if deltas else ["No control records."]
-
-    out += ["", "## All variants", ""]
-    head = ["shape", "dtype", "variant", "host us"]
-    for s in sessions:
-        head += [f"S{s['session']} median", f"S{s['session']} p10-p90", f"S{s['session']} rounds"]
-    head += ["device us", "kernels", "launches", "coop", "blocks/SM", "logical MB", "evicted tiles",
-             "max rel err", "x limit", "x fastest peer"]
-    rows = []
-    for r in results:
-        row = [f"{r['rows']} x {r['cols']}", r["dtype"], r["variant"], fmt(r["host_us"])]
-        for m, q, k in zip(r["host_us_sessions"], r["p10_p90_sessions"], r["rounds_sessions"]):
-            row += [fmt(m), f"{fmt(q[0])}-{fmt(q[1])}" if q else "n/a", k]
-        row += [fmt(r["device_us"]), fmt_count(r["kernels"]), fmt_count(r["launches"]),
-                yes_no(r["cooperative"]), fmt_count(r["active_blocks_per_sm"]),
-                "?" if r["logical_bytes"] < 0 else f"{r['logical_bytes'] / 2**20:.2f}", r["evicted_tiles"],
-                "n/a" if r["max_rel_err"] is None else f"{r['max_rel_err']:.2e}",
-                fmt(r["ratio_to_limit"], 3, "x"), fmt(r["ratio_to_fastest_peer"], 3, "x")]
-        rows.append(row)
-    out += table(head, rows)
+    out += ["", "## All variants", ""] + table(
+        ["shape", "dtype", "variant", "host us"]
+        + [f"S{s['session']} {c}" for s in sessions for c in ("median", "p10-p90", "rounds")]
+        + ["device us", "kernels", "launches", "coop", "blocks/SM", "logical MB", "evicted tiles", "max rel err",
+           "x limit", "x fastest peer"],
+        [[f"{r['rows']} x {r['cols']}", r["dtype"], r["variant"], fmt(r["host_us"])]
+         + [c for m, q, k in zip(r["host_us_sessions"], r["p10_p90_sessions"], r["rounds_sessions"])
+            for c in (fmt(m), f"{fmt(q[0])}-{fmt(q[1])}" if q else "n/a", k)]
+         + [fmt(r["device_us"]), fmt_count(r["kernels"]), fmt_count(r["launches"]), yes_no(r["cooperative"]),
+            fmt_count(r["active_blocks_per_sm"]), "?" if r["logical_bytes"] < 0 else f"{r['logical_bytes'] / 2**20:.2f}",
+            r["evicted_tiles"], "n/a" if r["max_rel_err"] is None else f"{r['max_rel_err']:.2e}",
+            fmt(r["ratio_to_limit"], 3, "x"), fmt(r["ratio_to_fastest_peer"], 3, "x")] for r in results])
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"
 
 
-# ------------------------------------------------------------------------------------------ everything
 def compute(records_dir):
     """Everything build writes, recomputed from the raw records: (summary, markdown, provenance)."""
     files = records.load_dir(records_dir)
     sessions, rounds, sources = collect(files)
     results, deltas, best, warnings = aggregate(sessions, rounds)
-    summary = {
-        "sessions": [{k: s[k] for k in ("session", "gpu", "uuid", "source_hash", "driver", "toolkit",
-                                        "sm_count", "fixture_hash", "fixture_seed", "producers")}
-                     for s in sessions],
-        "protocol": protocol_checks(files, sessions),
-        "results": results, "retention_deltas": deltas, "best_per_shape": best, "warnings": warnings}
-    markdown = render_markdown(summary)
+    summary = {"sessions": [{k: s[k] for k in ("session", "gpu", "uuid", "source_hash", "driver", "toolkit", "sm_count",
+                                               "fixture_hash", "fixture_seed", "producers")} for s in sessions],
+               "protocol": protocol_checks(files, sessions),
+               "results": results, "retention_deltas": deltas, "best_per_shape": best, "warnings": warnings}
 
     def used(keys):
         """The raw files behind a set of (shape, variant) aggregates, and the aggregates themselves."""
@@ -499,7 +422,6 @@ def compute(records_dir):
                  (b["best_rss_variant"], *FLOORS, COMPILE_GRAPH, AUTOMATIC, LOCAL_FUSION, b["best_megakernel_variant"])
                  if (shape_of(b), v) in sources]
     bars = bar_panels(results)
-    controls = control_panels(deltas)
     provenance = {
         "generator": "bench/rssbench report",
         "raw_files": [{"file": n, "sha256": sha, "session": d["session"], "producer": d["producer"]}
@@ -508,20 +430,18 @@ def compute(records_dir):
                    "results.md#retention-controls": used(delta_keys), "results.md#all-variants": used(all_keys)},
         "figures": {
             "bars.png": {**used([(shape_of(p), b["variant"]) for p in bars for b in p["bars"]]),
-                         "notice": NOTICE, "whisker_note": WHISKER_NOTE, "sessions": len(sessions),
-                         "panels": bars},
-            "controls.png": {**used(delta_keys), "notice": CONTROLS_NOTICE, "reference": REFERENCE, "panels": controls}}}
-    return summary, markdown, provenance
+                         "notice": NOTICE, "whisker_note": WHISKER_NOTE, "sessions": len(sessions), "panels": bars},
+            "controls.png": {**used(delta_keys), "notice": CONTROLS_NOTICE, "reference": REFERENCE,
+                             "panels": control_panels(deltas)}}}
+    return summary, render_markdown(summary), provenance
 
 
-# ------------------------------------------------------------------------------------------- drawing
 def draw(provenance, out):
     """Draw both figures from the numbers recorded in provenance (nothing else)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    dpi = 110
     fig_b = provenance["figures"]["bars.png"]
     panels = fig_b["panels"]
     ncols = max(1, min(3, len(panels)))
@@ -529,8 +449,8 @@ def draw(provenance, out):
     tallest = max([len(p["bars"]) for p in panels] + [1])
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, (0.33 * tallest + 1.5) * nrows + 0.9),
                              squeeze=False, layout="constrained")
-    colors = lambda v: ("#7f7f7f" if is_floor(v) else "#ff7f0e" if is_peer(v)  # noqa: E731
-                        else "#08306b" if is_megakernel(v) else "#4a90d9")
+    colors = lambda v: ("#7f7f7f" if v in FLOORS else "#ff7f0e" if is_peer(v)  # noqa: E731
+                        else "#08306b" if v.startswith("megakernel") else "#4a90d9")
     for ax, p in zip(axes.flat, panels):
         ys = list(range(len(p["bars"])))[::-1]
         for y, b in zip(ys, p["bars"]):
@@ -543,14 +463,13 @@ def draw(provenance, out):
         ax.set_xlim(*p["axis"])
         ax.set_xlabel(f"host completion time, us ({p['range_label']})", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
-        title = p["title"] + ("\n" + p["annotation"]["text"] if p["annotation"] else "")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(p["title"] + ("\n" + p["annotation"]["text"] if p["annotation"] else ""), fontsize=9)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     if not panels:
         axes.flat[0].text(0.5, 0.5, "no records", ha="center")
     fig.suptitle(f"{NOTICE}\n{WHISKER_NOTE} Sessions: {fig_b['sessions']}.", fontsize=11, color="#a00000")
-    fig.savefig(os.path.join(out, "bars.png"), dpi=dpi)
+    fig.savefig(os.path.join(out, "bars.png"), dpi=110)
     plt.close(fig)
 
     fig_c = provenance["figures"]["controls.png"]
@@ -563,20 +482,18 @@ def draw(provenance, out):
         for y, pt in zip(ys, p["points"]):
             ax.hlines(y, *pt["range"], color="#08306b", lw=2)
             ax.plot([pt["value"]], [y], "o", color="#08306b")
-            ax.text(pt["range"][1] + 0.02 * (p["axis"][1] - p["axis"][0]), y, pt["label"], va="center",
-                    fontsize=8)
+            ax.text(pt["range"][1] + 0.02 * (p["axis"][1] - p["axis"][0]), y, pt["label"], va="center", fontsize=8)
         ax.set_yticks(ys, [pt["control"] for pt in p["points"]], fontsize=8)
         ax.set_ylim(-0.7, len(ys) - 0.3)
         ax.set_xlim(*p["axis"])
         ax.tick_params(axis="x", labelsize=7)
-        ax.set_title(f"{p['title']}: control minus {p['reference']} ({p['reference_host_us']:.1f} us), us",
-                     fontsize=9)
+        ax.set_title(f"{p['title']}: control minus {p['reference']} ({p['reference_host_us']:.1f} us), us", fontsize=9)
     if not panels:
         axes.flat[0].text(0.5, 0.5, "no control records", ha="center")
         axes.flat[0].axis("off")
     fig.suptitle(f"{fig_c['notice']}\nDots: mean of the session medians of round-paired deltas. Ranges: the "
                  "session medians (not confidence intervals).", fontsize=9, color="#a00000")
-    fig.savefig(os.path.join(out, "controls.png"), dpi=dpi)
+    fig.savefig(os.path.join(out, "controls.png"), dpi=110)
     plt.close(fig)
 
 
@@ -599,9 +516,8 @@ def build(records_dir, out):
     return 0
 
 
-# ------------------------------------------------------------------------------------------ verifying
 def _label(obj):
-    """A readable name for a list element, e.g. '1x131072 fp32 local_fusion'."""
+    """A readable name for a list element, e.g. ' (1x131072 fp32 local_fusion)'."""
     if isinstance(obj, dict) and "rows" in obj:
         tail = obj.get("variant") or obj.get("control") or obj.get("best_rss_variant")
         return f" ({obj['rows']}x{obj['cols']} {obj['dtype']}{' ' + tail if tail else ''})"
@@ -611,14 +527,13 @@ def _label(obj):
 
 
 def compare(committed, fresh, path, problems):
-    """Append a message for every difference; floats compare with relative tolerance REL_TOL."""
+    """Append a message for every difference; numbers compare with relative tolerance REL_TOL."""
     num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
     if isinstance(committed, dict) and isinstance(fresh, dict):
         for k in list(fresh) + [k for k in committed if k not in fresh]:
-            if k not in committed:
-                problems.append(f"{path}.{k}: missing from the committed file")
-            elif k not in fresh:
-                problems.append(f"{path}.{k}: in the committed file but not recomputed")
+            if k not in committed or k not in fresh:
+                problems.append(f"{path}.{k}: " + ("missing from the committed file" if k not in committed
+                                                    else "in the committed file but not recomputed"))
             else:
                 compare(committed[k], fresh[k], f"{path}.{k}", problems)
     elif isinstance(committed, list) and isinstance(fresh, list):
@@ -626,10 +541,8 @@ def compare(committed, fresh, path, problems):
             problems.append(f"{path}: committed has {len(committed)} entries, recomputed {len(fresh)}")
         for i, (a, b) in enumerate(zip(committed, fresh)):
             compare(a, b, f"{path}[{i}]{_label(b)}", problems)
-    elif num(committed) and num(fresh):
-        if not math.isclose(committed, fresh, rel_tol=REL_TOL, abs_tol=0.0):
-            problems.append(f"{path}: committed {committed!r}, recomputed {fresh!r}")
-    elif committed != fresh:
+    elif (not math.isclose(committed, fresh, rel_tol=REL_TOL, abs_tol=0.0) if num(committed) and num(fresh)
+          else committed != fresh):
         problems.append(f"{path}: committed {committed!r}, recomputed {fresh!r}"[:400])
 
 
@@ -658,22 +571,17 @@ def verify(records_dir, out, tree):
         diff = list(difflib.unified_diff(old_md.splitlines(), markdown.splitlines(), "results.md (committed)",
                                          "results.md (re-rendered)", lineterm="", n=0))
         problems.append("results.md differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
-    for name in ("bars.png", "controls.png"):
-        if not os.path.isfile(os.path.join(out, name)):
-            problems.append(f"{name}: missing")
-
+    problems += [f"{name}: missing" for name in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, name))]
     # The raw files must be the ones provenance names (the recomputation already used the files on disk).
-    old_prov = committed("provenance.json", json.loads) or {}
-    listed = {f.get("file"): f.get("sha256") for f in old_prov.get("raw_files", [])}
+    listed = {f.get("file"): f.get("sha256") for f in (committed("provenance.json", json.loads) or {}).get("raw_files", [])}
     for f in provenance["raw_files"]:
         if f["file"] not in listed:
             problems.append(f"raw file {f['file']}: not listed in provenance.json")
         elif listed[f["file"]] != f["sha256"]:
             problems.append(f"raw file {f['file']}: sha256 {f['sha256']} differs from provenance.json "
                             f"({listed[f['file']]})")
-    for name in sorted(set(listed) - {f["file"] for f in provenance["raw_files"]}):
-        problems.append(f"raw file {name}: listed in provenance.json but missing from {records_dir}")
-
+    problems += [f"raw file {name}: listed in provenance.json but missing from {records_dir}"
+                 for name in sorted(set(listed) - {f["file"] for f in provenance["raw_files"]})]
     tree_hash = records.source_hash(tree)
     for name, _sha, doc in records.load_dir(records_dir):
         if doc["context"]["source_hash"] != tree_hash:
@@ -682,31 +590,23 @@ def verify(records_dir, out, tree):
     if summary["protocol"]["distinct_uuids"] is False:
         uuids = ", ".join(f"session {s['session']}: {s['uuid']}" for s in summary["sessions"])
         problems.append(f"sessions on one GPU ({uuids}): the protocol needs each session on a distinct GPU")
-    for panel in provenance["figures"]["bars.png"]["panels"]:
-        if panel["fill"] < 0.75:
-            problems.append(f"bars.png {panel['title']}: largest value fills {panel['fill']:.0%} of its axis")
-
+    bar_panels_, control_panels_ = (provenance["figures"][f]["panels"] for f in ("bars.png", "controls.png"))
+    problems += [f"bars.png {p['title']}: largest value fills {p['fill']:.0%} of its axis"
+                 for p in bar_panels_ if p["fill"] < 0.75]
     if problems:
-        for p in problems:
-            print(f"MISMATCH: {p}")
-        print(f"FAIL: {len(problems)} problem(s)")
+        print("\n".join(f"MISMATCH: {p}" for p in problems) + f"\nFAIL: {len(problems)} problem(s)")
         return 1
-    n_plotted = sum(len(p["bars"]) for p in provenance["figures"]["bars.png"]["panels"]) + \
-        sum(len(p["points"]) for p in provenance["figures"]["controls.png"]["panels"])
-    n_ann = sum(1 for p in provenance["figures"]["bars.png"]["panels"] if p["annotation"])
     print(f"PASS: {len(provenance['raw_files'])} raw files, {len(summary['sessions'])} session(s), "
-          f"{len(summary['results'])} aggregates, {n_plotted} plotted values, {n_ann} annotations, "
-          f"source hash {tree_hash[:16]} matches")
+          f"{len(summary['results'])} aggregates, "
+          f"{sum(len(p['bars']) for p in bar_panels_) + sum(len(p['points']) for p in control_panels_)} plotted "
+          f"values, {sum(1 for p in bar_panels_ if p['annotation'])} annotations, source hash {tree_hash[:16]} matches")
     return 0
-
-
-TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        prog="rssbench report", description="rss benchmark report: build it from the raw records, or verify the committed one. "
-                    "Protocol and targets: docs/protocol.md.",
+        prog="rssbench report", description="rss benchmark report: build it from the raw records, or verify the "
+        "committed one. Protocol and targets: docs/protocol.md.",
         epilog="Defaults are relative to the repository holding this script, not to the current directory.")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{build,verify}")
     helps = {"build": "aggregate the raw records into summary.json, results.md, provenance.json, bars.png and "
@@ -721,14 +621,11 @@ def main(argv=None):
         p.add_argument("--out", default=os.path.join(TREE, "bench", "results"),
                        help="folder of the report files (default: bench/results)")
         if cmd == "verify":
-            p.add_argument("--tree", default=TREE,
-                           help="repository whose include/ and bench/ the records' source hash must match "
-                                "(default: this repository)")
+            p.add_argument("--tree", default=TREE, help="repository whose include/ and bench/ the records' source "
+                           "hash must match (default: this repository)")
     args = ap.parse_args(argv)
     try:
-        if args.cmd == "build":
-            return build(args.records, args.out)
-        return verify(args.records, args.out, args.tree)
+        return build(args.records, args.out) if args.cmd == "build" else verify(args.records, args.out, args.tree)
     except records.RecordError as e:
         print(f"FAIL: raw records: {e}", file=sys.stderr)
         return 2 if args.cmd == "build" else 1
