@@ -1,26 +1,18 @@
 #!/usr/bin/env python3
 """Writes a shipped tuning table from pilot records (rss_bench --pilot).
 
-For every measured (shape, dtype), the pilot timed each candidate (cluster_row under every configuration
-that fits, the megakernels, block_row, local_fusion) and `heuristic`, what automatic picks without a
-table. A candidate becomes a table entry when its median host time beats the heuristic's by more than
-the margin (3% by default, about twice the session-to-session spread of the medians) and it won every
-round: its slowest round median is below the heuristic's fastest. Elsewhere the heuristic already picks
-the winner, or one within the noise, and the shape gets no entry. An entry covers exactly
-the measured shape: the heuristic (include/rss/tuning/auto_select.hpp) decides every other shape.
-
-Tables are generated, never edited by hand, from every committed pilot file of the device (each file's
-rounds stay rounds of their own):
-    python3 bench/rssbench tune bench/results/pilot/h200_pilot*.json --device "NVIDIA H200" \
+    python3 bench/rssbench tune bench/results/pilot/h200_pilot*.json --device "NVIDIA H200" \\
         --name h200 --out include/rss/tuning/h200_table.hpp
 
-The per-shape decisions go to stderr; the header goes to --out, or to stdout without it. --device must
-name the GPU the records were measured on (their context.gpu); without it, that name is used. The
-measurement protocol is the project's own (docs/protocol.md).
+Per measured (shape, dtype), the pilot timed each candidate (cluster_row under every configuration that fits, the
+megakernels, block_row, local_fusion) and `heuristic`, what automatic picks without a table. A candidate becomes an
+entry when its median host time beats the heuristic's by more than the margin (3% by default, about twice the
+session-to-session spread of the medians) and it won every round (its slowest round median below the heuristic's
+fastest; each file's rounds stay its own). An entry covers exactly its shape: the heuristic
+(include/rss/tuning/auto_select.hpp) decides every other. Tables are generated from every committed pilot file of
+the device, never edited by hand. The decisions go to stderr, the header to --out (or stdout).
 """
 import argparse
-import json
-import os
 import statistics
 import sys
 from collections import defaultdict
@@ -30,11 +22,11 @@ import records
 # Candidates that can become a table entry: the concrete strategies (automatic is what the table feeds).
 STRATEGIES = tuple(v for v in records.STRATEGIES + records.CONTROLS if v != "automatic")
 NOT_CANDIDATES = ("heuristic",) + records.FLOORS
+RESIDENCE_SUFFIXES = {"s": "shared_memory", "p": "shared_memory_pipelined"}
 
 
 class TuneError(Exception):
     """A problem with the input files or the arguments, said in one line (no traceback)."""
-DTYPE_ENUM = {"fp32": "DType::fp32", "bf16": "DType::bf16", "fp16": "DType::fp16"}
 
 
 class Timing:
@@ -55,12 +47,11 @@ def load(path):
 
 def device_of(docs):
     """The GPU name all files were measured on; a TuneError when they disagree or do not say."""
-    names = {}
+    names = defaultdict(list)
     for path, doc in docs:
-        gpu = (doc.get("context") or {}).get("gpu")
-        if not gpu:
+        if not doc["context"].get("gpu"):
             raise TuneError(f"{path}: the records do not name their GPU (context.gpu)")
-        names.setdefault(gpu.strip(), []).append(path)
+        names[doc["context"]["gpu"].strip()].append(path)
     if len(names) > 1:
         raise TuneError("the files were measured on different GPUs: " +
                         "; ".join(f"{g} ({', '.join(p)})" for g, p in sorted(names.items())))
@@ -68,56 +59,46 @@ def device_of(docs):
 
 
 def timings(paths, docs=None):
-    """{(rows, cols, dtype): {variant: Timing}} over every record of every file (rounds of several
-    files are kept apart)."""
+    """{(rows, cols, dtype): {variant: Timing}} over every record of every file (each file's rounds apart)."""
     samples = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    docs = docs or [(path, load(path)) for path in paths]
-    for path, doc in docs:
+    for path, doc in docs or [(path, load(path)) for path in paths]:
         for r in doc["records"]:
-            rounds = samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]]
-            rounds[(path, doc.get("session"), r["round"])].extend(r["host_us"])
+            samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]][(path, doc["session"], r["round"])].extend(r["host_us"])
     return {shape: {v: Timing(rounds) for v, rounds in by_variant.items()} for shape, by_variant in samples.items()}
 
 
-RESIDENCE_SUFFIXES = {"s": "shared_memory", "p": "shared_memory_pipelined"}
-
-
 def parse_variant(name):
-    """'cluster_row:512x32x8' -> ('cluster_row', (512, 32, 8, 'registers')); a trailing 's' (row kept in
-    shared memory) gives 'shared_memory', a trailing 'p' (two tiles, pipelined) 'shared_memory_pipelined';
-    'megakernel_grid' -> ('megakernel_grid', None)."""
+    """'cluster_row:512x32x8' -> ('cluster_row', (512, 32, 8, 'registers')); a trailing 's' (row kept in shared
+    memory) gives 'shared_memory', 'p' (two tiles, pipelined) 'shared_memory_pipelined'; 'megakernel_grid' ->
+    ('megakernel_grid', None)."""
     strategy, _, config = name.partition(":")
     if strategy not in STRATEGIES:
         raise TuneError(f"unknown variant {name!r} (known: {', '.join(STRATEGIES)})")
     if not config:
         return strategy, None
     residence = RESIDENCE_SUFFIXES.get(config[-1:], "registers")
-    if residence != "registers":
-        config = config[:-1]
     try:
-        return strategy, tuple(int(v) for v in config.split("x")) + (residence,)
+        return strategy, tuple(int(v) for v in (config if residence == "registers" else config[:-1]).split("x")) \
+            + (residence,)
     except ValueError:
-        raise TuneError(f"bad configuration in variant {name!r} "
-                        "(want THREADSxELEMSxCLUSTER, optionally ending in s or p)")
+        raise TuneError(f"bad configuration in variant {name!r} (want THREADSxELEMSxCLUSTER, optionally ending in s "
+                        "or p)")
 
 
 def decide(table, margin):
     """Entries [(rows, cols, dtype, variant, best_us, heuristic_us)] and a report line per shape."""
     entries, lines = [], []
     for (rows, cols, dtype), by_variant in sorted(table.items(), key=lambda kv: (kv[0][2], kv[0][0] * kv[0][1])):
-        heuristic = by_variant.get("heuristic")
+        h = by_variant.get("heuristic")
         candidates = {v: t for v, t in by_variant.items() if v not in NOT_CANDIDATES}
-        if heuristic is None or not candidates:
+        if h is None or not candidates:
             lines.append(f"{rows}x{cols} {dtype}: no heuristic or no candidate record, skipped")
             continue
         best = min(candidates, key=lambda v: candidates[v].median)
-        b, h = candidates[best], heuristic
-        if b.median * (1 + margin) >= h.median:
-            verdict = "the heuristic is within the margin"
-        elif max(b.round_medians) >= min(h.round_medians):
-            verdict = "faster by the margin, but not in every round: noise"
-        else:
-            verdict = "entry"
+        b = candidates[best]
+        verdict = ("the heuristic is within the margin" if b.median * (1 + margin) >= h.median else
+                   "faster by the margin, but not in every round: noise"
+                   if max(b.round_medians) >= min(h.round_medians) else "entry")
         lines.append(f"{rows}x{cols} {dtype}: best {best} {b.median:.2f} us, heuristic {h.median:.2f} us "
                      f"({h.median / b.median:.3f}x): {verdict}")
         if verdict == "entry":
@@ -126,31 +107,28 @@ def decide(table, margin):
 
 
 def header(entries, device, name, sources):
-    out = ["#pragma once",
-           f"// Generated by bench/rssbench tune from {', '.join(sources)}: do not edit by hand.",
+    out = ["#pragma once", f"// Generated by bench/rssbench tune from {', '.join(sources)}: do not edit by hand.",
            f"// Shapes where a pilot candidate beat the heuristic on the {device} by more than the margin.",
            '#include "rss/tuning/auto_select.hpp"', "", "namespace rss::tuning {", ""]
     if not entries:
-        out += [f"// No entries: on every measured shape the heuristic picks the winner or one within the margin.",
+        out += ["// No entries: on every measured shape the heuristic picks the winner or one within the margin.",
                 f"inline constexpr const TuningEntry* {name}_entries = nullptr;",
                 f"inline constexpr int {name}_entry_count = 0;"]
     else:
         out.append(f"inline constexpr TuningEntry {name}_entries_storage[] = {{")
         for rows, cols, dtype, variant, best, auto in entries:
             strategy, config = parse_variant(variant)
-            cfg = "{}"
-            if config:
-                cfg = "{%d, %d, %d, RowResidence::%s}" % config
-            out.append(f"    {{{DTYPE_ENUM[dtype]}, {rows}, {rows}, {cols}, {cols}, {{Strategy::{strategy}, {cfg}}}}},"
+            cfg = "{%d, %d, %d, RowResidence::%s}" % config if config else "{}"
+            out.append(f"    {{DType::{dtype}, {rows}, {rows}, {cols}, {cols}, {{Strategy::{strategy}, {cfg}}}}},"
                        f"  // {best:.2f} us vs {auto:.2f}")
         out += ["};", f"inline constexpr const TuningEntry* {name}_entries = {name}_entries_storage;",
                 f"inline constexpr int {name}_entry_count = {len(entries)};"]
-    out += ["", "}  // namespace rss::tuning", ""]
-    return "\n".join(out)
+    return "\n".join(out + ["", "}  // namespace rss::tuning", ""])
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="rssbench tune", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="rssbench tune", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pilot", nargs="+", help="pilot record files (rss-records/2, from rss_bench --pilot)")
     ap.add_argument("--device", help='GPU the records come from, e.g. "NVIDIA H200": must match their context.gpu '
                                      "(default: that name)")
@@ -168,18 +146,17 @@ def main(argv=None):
         entries, lines = decide(timings(args.pilot, docs), args.margin)
         text = header(entries, args.device or measured_on, args.name, [p.split("/")[-1] for p in args.pilot])
         print("\n".join(lines), file=sys.stderr)
-        if args.out:
-            try:
-                with open(args.out, "w") as f:
-                    f.write(text)
-            except OSError as e:
-                raise TuneError(f"{args.out}: cannot write: {e.strerror or e}") from e
-            print(f"wrote {args.out}: {len(entries)} entries", file=sys.stderr)
-        else:
+        if not args.out:
             sys.stdout.write(text)
+            return 0
+        try:
+            with open(args.out, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise TuneError(f"{args.out}: cannot write: {e.strerror or e}") from e
+        print(f"wrote {args.out}: {len(entries)} entries", file=sys.stderr)
     except (TuneError, KeyError, TypeError) as e:
-        what = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-        print(f"tune.py: error: {what}", file=sys.stderr)
+        print(f"tune.py: error: {f'missing field {e}' if isinstance(e, KeyError) else e}", file=sys.stderr)
         return 2
     return 0
 
