@@ -1,27 +1,19 @@
 #!/usr/bin/env python3
 """The benchmark input fixture, identical bit for bit to the C++ generator.
 
-Element k (row-major index, uint64) of the fixture with seed s:
-    z = s + k + 0x9E3779B97F4A7C15                     (mod 2^64)
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9           (mod 2^64)
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EB           (mod 2^64)
-    z =  z ^ (z >> 31)                                 (the splitmix64 finalizer of s + k)
-    u = (z >> 40) / 2^24                               (24 bits, in [0, 1))
-    x = float32(8 u - 4)                               (in [-4, 4))
-8u - 4 = ((z >> 40) - 2^23) / 2^21 has at most 24 significant bits, so every step is exact in float32 and
-float64 alike: there is no rounding for the two implementations to disagree on.
+Element k (row-major index, uint64) of the fixture with seed s is the splitmix64 finalizer of s + k (mod 2^64):
+    z = s + k + 0x9E3779B97F4A7C15;  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;  z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+    z = z ^ (z >> 31);  u = (z >> 40) / 2^24 (24 bits, in [0, 1));  x = float32(8 u - 4) (in [-4, 4))
+8u - 4 = ((z >> 40) - 2^23) / 2^21 has at most 24 significant bits: every step is exact in float32 and float64 alike.
 Fixture hash = sha256 of the little-endian float32 bytes of elements 0 .. 2^20 - 1 (independent of shape).
 
-CLI:
-    python3 bench/rssbench fixture --seed 42 --hash
-    python3 bench/rssbench fixture --seed 42 --print 0 8     (elements 0..7: index, value, float32 bits)
+    python3 bench/rssbench fixture --seed 42 --hash          python3 bench/rssbench fixture --seed 42 --print 0 8
 """
 import argparse
 import hashlib
 import sys
 
 # numpy is imported where it is used, so that --help works before the Python dependencies are installed.
-
 GENERATOR = "splitmix64(seed+k)>>40, 8u-4, float32"
 HASH_ELEMENTS = 1 << 20
 _CHUNK = 1 << 24  # elements per vectorised step: bounds the uint64 temporaries to a few hundred MB
@@ -42,13 +34,11 @@ def generate(seed, count, start=0):
     """Elements start .. start+count-1 of the fixture as a float32 array."""
     import numpy as np
     out = np.empty(count, dtype=np.float32)
-    s = np.uint64(seed % (1 << 64))
     for lo in range(0, count, _CHUNK):
         n = min(_CHUNK, count - lo)
         with np.errstate(over="ignore"):
-            k = np.arange(start + lo, start + lo + n, dtype=np.uint64) + s
-        u = (splitmix64(k) >> np.uint64(40)).astype(np.float64) / float(1 << 24)
-        out[lo:lo + n] = (8.0 * u - 4.0).astype(np.float32)
+            k = np.arange(start + lo, start + lo + n, dtype=np.uint64) + np.uint64(seed % (1 << 64))
+        out[lo:lo + n] = (8.0 * ((splitmix64(k) >> np.uint64(40)).astype(np.float64) / float(1 << 24)) - 4.0)
     return out
 
 
@@ -62,7 +52,7 @@ def fixture_hash(seed):
 
 
 def describe(seed):
-    """The 'fixture' object of a raw record file's context."""
+    """The fixture's facts in a raw record file's context."""
     return {"seed": int(seed), "generator": GENERATOR, "hash": fixture_hash(seed)}
 
 
@@ -70,18 +60,16 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="rssbench fixture", description="rss input fixture")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--hash", action="store_true", help="print the fixture hash")
-    ap.add_argument("--print", nargs=2, type=int, metavar=("BEGIN", "END"),
-                    help="print elements BEGIN .. END-1")
+    ap.add_argument("--print", nargs=2, type=int, metavar=("BEGIN", "END"), help="print elements BEGIN .. END-1")
     args = ap.parse_args(argv)
     if not args.hash and not args.print:
         ap.error("give --hash and/or --print BEGIN END")
     if args.hash:
         print(fixture_hash(args.seed))
     if args.print:
-        import numpy as np
         begin, end = args.print
         for k, v in enumerate(generate(args.seed, max(0, end - begin), begin), start=begin):
-            print(f"{k} {float(v):.9g} 0x{int(np.float32(v).view(np.uint32)):08x}")
+            print(f"{k} {float(v):.9g} 0x{int(v.view('<u4')):08x}")
     return 0
 
 
