@@ -1,18 +1,14 @@
 #!/usr/bin/env python3
 """Report of the sharded bench, from raw records only.
 
-    python3 bench/sharded/report.py build  RECORDS.json... [--log BENCH.log] [--out bench/results/sharded]
-    python3 bench/sharded/report.py verify RECORDS.json... [--log BENCH.log] [--out bench/results/sharded]
+    python3 bench/sharded/report.py build|verify RECORDS.json... [--log BENCH.log] [--out bench/results/sharded]
 
-RECORDS are sharded_bench's and torch_peer.py's JSON files (bench/results/sharded/raw/). `build` writes
-summary.json (one row per shape, dtype and variant: rows, cols, dtype, world, variant, host_us,
-max_rel_err, uuids, plus p10/p90 and the sample count) and report.md; `verify` recomputes both and fails
-when the committed files differ.
-
-host_us is the median over rounds of each round's median host completion time (launch on every GPU
-used, then synchronise them). `single_gpu` is the fastest single-GPU rss strategy measured on the whole
-row (single_gpu:<strategy> rows keep each candidate); nccl_host is its CUDA Graph replayed; nccl_device
-one kernel per GPU; torch_distributed the PyTorch peer (the slowest rank's time per sample).
+RECORDS: sharded_bench's and the torch peer's (`python3 bench/rssbench peers --suite sharded`) JSON files
+(bench/results/sharded/raw/). build writes summary.json (a row per shape, dtype and variant: rows, cols, dtype,
+world, variant, host_us, max_rel_err, uuids, p10/p90 and the sample count) and report.md; verify recomputes both
+and fails when the committed files differ. host_us: the median over rounds of each round's median host completion
+time (launch on every GPU used, then synchronise them). `single_gpu` is the fastest accurate single-GPU rss strategy
+measured on the whole row (single_gpu:<strategy> rows keep each candidate).
 """
 import argparse
 import json
@@ -25,16 +21,15 @@ from pathlib import Path
 TOLERANCE = {"fp32": 2e-6, "bf16": 1e-2, "fp16": 1e-2}
 LATENCY_SHAPES = {(32, 128256), (64, 131072)}
 BANDWIDTH_SHAPES = {(4096, 128256)}
+ORDER = ("single_gpu", "nccl_host", "nccl_host_eager", "nccl_device", "nccl_device_lsa_barrier", "torch_distributed")
+LOG_LINE = re.compile(r"^\s*(\d+) x (\d+)\s+(\w+) (\S+)\s+(\S+) us\s+err (\S+)")
 
 
 def percentile(values, q):
     v = sorted(values)
-    if not v:
-        return float("nan")
     pos = q * (len(v) - 1)
     lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+    return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (pos - lo)
 
 
 def summarise(record):
@@ -42,39 +37,24 @@ def summarise(record):
     for s, r in zip(record["samples_us"], record["round_of_sample"]):
         by_round.setdefault(r, []).append(s)
     medians = [statistics.median(v) for _, v in sorted(by_round.items())]
-    return {
-        "host_us": round(statistics.median(medians), 2) if medians else None,
-        "p10_us": round(percentile(medians, 0.1), 2) if medians else None,
-        "p90_us": round(percentile(medians, 0.9), 2) if medians else None,
-        "rounds": len(medians),
-        "samples": len(record["samples_us"]),
-    }
-
-
-LOG_LINE = re.compile(r"^\s*(\d+) x (\d+)\s+(\w+) (\S+)\s+(\S+) us\s+err (\S+)")
-
-
-def errors_from_log(path):
-    """(rows, cols, dtype, variant) -> max_rel_err as sharded_bench printed it (3 significant digits)."""
-    found = {}
-    for line in Path(path).read_text().splitlines():
-        m = LOG_LINE.match(line)
-        if m and m.group(6) != "nan":
-            found[(int(m.group(1)), int(m.group(2)), m.group(3), m.group(4))] = float(m.group(6))
-    return found
+    return {"host_us": round(statistics.median(medians), 2), "p10_us": round(percentile(medians, 0.1), 2),
+            "p90_us": round(percentile(medians, 0.9), 2), "rounds": len(medians), "samples": len(record["samples_us"])}
 
 
 def load(paths, log=None):
-    records, contexts = [], []
-    from_log = errors_from_log(log) if log else {}
+    records, contexts, from_log = [], [], {}
+    for line in Path(log).read_text().splitlines() if log else []:  # max_rel_err as sharded_bench printed it
+        m = LOG_LINE.match(line)
+        if m and m.group(6) != "nan":
+            from_log[(int(m.group(1)), int(m.group(2)), m.group(3), m.group(4))] = float(m.group(6))
     for p in paths:
         data = json.loads(Path(p).read_text())
         ctx = {"file": Path(p).name, **data["context"]}
         for r in data["records"]:
             r["uuids"] = [u if u.startswith("GPU-") else "GPU-" + u for u in r.get("uuids", [])]
             key = (r["rows"], r["cols"], r["dtype"], r["variant"])
-            # sharded_bench's first records wrote max_rel_err with 6 fixed decimals (1e-7 reads 0.000000);
-            # the same run's log printed it with 3 significant digits.
+            # sharded_bench's first records wrote max_rel_err with 6 fixed decimals (1e-7 reads 0.000000); the
+            # same run's log printed it with 3 significant digits.
             if r.get("max_rel_err") == 0.0 and key in from_log:
                 r["max_rel_err"] = from_log[key]
                 ctx["max_rel_err_from"] = Path(log).name
@@ -90,28 +70,19 @@ def build(paths, log=None):
         row = {k: r[k] for k in ("rows", "cols", "dtype", "world", "variant")}
         row.update({"host_us": None, "max_rel_err": r.get("max_rel_err"), "uuids": r.get("uuids", []),
                     "status": r.get("status", "ok"), "detail": r.get("detail", "")})
-        if r.get("status", "ok") == "ok" and r["samples_us"]:
+        if row["status"] == "ok" and r["samples_us"]:
             row.update(summarise(r))
         rows.append(row)
-    # single_gpu: the fastest accurate candidate per shape and dtype.
-    best = {}
+    best = {}  # single_gpu: the fastest accurate candidate per shape and dtype
     for row in rows:
-        if not row["variant"].startswith("single_gpu:") or row["host_us"] is None:
-            continue
-        err = row["max_rel_err"]
-        if err is None or not err <= 2 * TOLERANCE[row["dtype"]]:
-            continue
-        key = (row["rows"], row["cols"], row["dtype"])
-        if key not in best or row["host_us"] < best[key]["host_us"]:
+        err, key = row["max_rel_err"], (row["rows"], row["cols"], row["dtype"])
+        if (row["variant"].startswith("single_gpu:") and row["host_us"] is not None and err is not None
+                and err <= 2 * TOLERANCE[row["dtype"]] and (key not in best or row["host_us"] < best[key]["host_us"])):
             best[key] = row
-    for key, row in best.items():
-        single = dict(row)
-        single["variant"] = "single_gpu"
-        single["detail"] = f"fastest single-GPU rss strategy: {row['variant'].split(':', 1)[1]} ({row['detail']})"
-        rows.append(single)
-    order = {"single_gpu": 0, "nccl_host": 1, "nccl_host_eager": 2, "nccl_device": 3, "nccl_device_lsa_barrier": 4,
-             "torch_distributed": 5}
-    rows.sort(key=lambda r: (r["rows"] * r["cols"], r["rows"], r["dtype"], order.get(r["variant"], 6), r["variant"]))
+    rows += [dict(row, variant="single_gpu", detail=f"fastest single-GPU rss strategy: "
+                  f"{row['variant'].split(':', 1)[1]} ({row['detail']})") for row in best.values()]
+    rows.sort(key=lambda r: (r["rows"] * r["cols"], r["rows"], r["dtype"],
+                             ORDER.index(r["variant"]) if r["variant"] in ORDER else len(ORDER), r["variant"]))
     summary = {"contexts": contexts, "rows": rows}
     return summary, markdown(summary)
 
@@ -122,64 +93,46 @@ def fmt(v, digits=2):
 
 def markdown(summary):
     rows = summary["rows"]
-    shapes = []
-    for r in rows:
-        k = (r["rows"], r["cols"], r["dtype"])
-        if k not in shapes:
-            shapes.append(k)
+    shapes = list(dict.fromkeys((r["rows"], r["cols"], r["dtype"]) for r in rows))
     get = {(r["rows"], r["cols"], r["dtype"], r["variant"]): r for r in rows}
 
-    def us(key, variant):
+    def field(key, variant, name="host_us"):
         r = get.get(key + (variant,))
-        return r["host_us"] if r and r["status"] == "ok" else None
+        return r.get(name) if r and r["status"] == "ok" else None
 
-    def err(key, variant):
-        r = get.get(key + (variant,))
-        return r.get("max_rel_err") if r and r["status"] == "ok" else None
-
-    ctx = summary["contexts"]
-    gpus = next((c.get("gpus") for c in ctx if c.get("gpus")), "?")
-    world = max((r["world"] for r in rows), default=0)
-    out = [f"## Rows sharded over {world} GPUs", ""]
-    out.append(f"Host completion time of warm calls (launch on every GPU used, then synchronise each), microseconds: "
-               f"median over rounds of each round's median. {gpus}; each row's columns split over the GPUs (uneven "
-               f"where they do not divide); NVLink multicast off. `single_gpu`: the fastest rss strategy on the whole "
-               f"row on one GPU. `nccl_host`: rss's host-collective path replayed as one CUDA Graph per GPU. "
-               f"`nccl_device`: rss's one-kernel path over NCCL's device API (flags exchange; `lsa_barrier`: the same "
-               f"kernel with NCCL's LSA barrier). `torch_distributed`: the same operator in PyTorch (local max and sum "
-               f"of squares, all-gather, local exp-sum, all-reduce, normalise; the slowest rank per sample). Made by "
-               f"`bench/sharded/report.py` from `bench/results/sharded/raw/`.")
-    out.append("")
-    out.append("| shape | dtype | single_gpu (strategy) | nccl_host | nccl_device | lsa_barrier | torch_distributed | "
-               "best 2-GPU / single | max rel err host, device |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    gpus = next((c.get("gpus") for c in summary["contexts"] if c.get("gpus")), "?")
+    out = [f"## Rows sharded over {max((r['world'] for r in rows), default=0)} GPUs", "",
+           f"Host completion time of warm calls (launch on every GPU used, then synchronise each), microseconds: "
+           f"median over rounds of each round's median. {gpus}; each row's columns split over the GPUs (uneven "
+           f"where they do not divide); NVLink multicast off. `single_gpu`: the fastest rss strategy on the whole "
+           f"row on one GPU. `nccl_host`: rss's host-collective path replayed as one CUDA Graph per GPU. "
+           f"`nccl_device`: rss's one-kernel path over NCCL's device API (flags exchange; `lsa_barrier`: the same "
+           f"kernel with NCCL's LSA barrier). `torch_distributed`: the same operator in PyTorch (local max and sum "
+           f"of squares, all-gather, local exp-sum, all-reduce, normalise; the slowest rank per sample). Made by "
+           f"`bench/sharded/report.py` from `bench/results/sharded/raw/`.", "",
+           "| shape | dtype | single_gpu (strategy) | nccl_host | nccl_device | lsa_barrier | torch_distributed | "
+           "best 2-GPU / single | max rel err host, device |", "|---|---|---|---|---|---|---|---|---|"]
     for key in shapes:
-        nr, nc, dt = key
-        s = get.get(key + ("single_gpu",))
-        strat = "?"
+        s, strat = get.get(key + ("single_gpu",)), "?"
         if s:  # "fastest single-GPU rss strategy: NAME (ran STRATEGY)"
             name = s["detail"].split(": ", 1)[1].split(" (")[0]
             ran = s["detail"].rsplit("ran ", 1)[-1].rstrip(")")
             strat = name if ran == name else f"{name}: {ran}"
-        sv, hv, dv, bv, tv = (us(key, v) for v in ("single_gpu", "nccl_host", "nccl_device", "nccl_device_lsa_barrier",
-                                                    "torch_distributed"))
+        sv, hv, dv, bv, tv = (field(key, v) for v in ("single_gpu", "nccl_host", "nccl_device",
+                                                      "nccl_device_lsa_barrier", "torch_distributed"))
         sharded = [v for v in (hv, dv) if v is not None]
-        ratio = min(sharded) / sv if sharded and sv else None
-        d = get.get(key + ("nccl_device",))
-        dcell = fmt(dv) if dv is not None else ("refused" if d else "–")
-        bcell = fmt(bv) if bv is not None else ("refused" if get.get(key + ("nccl_device_lsa_barrier",)) else "–")
-        e_h, e_d = err(key, "nccl_host"), err(key, "nccl_device")
-        errs = ", ".join("–" if e is None else f"{e:.2g}" for e in (e_h, e_d))
-        out.append(f"| {nr} x {nc} | {dt} | {fmt(sv)} ({strat}) | {fmt(hv)} | {dcell} | {bcell} | {fmt(tv)} | "
-                   f"{fmt(ratio, 3)}x | {errs} |")
-    out.append("")
-    out.append("Targets: on the latency-bound shapes (32 x 128256, 64 x 131072) `nccl_device` faster than `nccl_host` "
-               "and both faster than `torch_distributed`; on the bandwidth-bound 4096 x 128256 the 2-GPU time at most "
-               "0.6x the single-GPU time.")
-    out.append("")
+        cells = [fmt(v) if v is not None else ("refused" if get.get(key + (variant,)) else "–")
+                 for v, variant in ((dv, "nccl_device"), (bv, "nccl_device_lsa_barrier"))]
+        errs = ", ".join("–" if e is None else f"{e:.2g}" for e in (field(key, v, "max_rel_err")
+                                                                   for v in ("nccl_host", "nccl_device")))
+        out.append(f"| {key[0]} x {key[1]} | {key[2]} | {fmt(sv)} ({strat}) | {fmt(hv)} | {cells[0]} | {cells[1]} | "
+                   f"{fmt(tv)} | {fmt(min(sharded) / sv if sharded and sv else None, 3)}x | {errs} |")
+    out += ["", "Targets: on the latency-bound shapes (32 x 128256, 64 x 131072) `nccl_device` faster than `nccl_host` "
+            "and both faster than `torch_distributed`; on the bandwidth-bound 4096 x 128256 the 2-GPU time at most "
+            "0.6x the single-GPU time.", ""]
     for key in shapes:
         nr, nc, dt = key
-        sv, hv, dv, tv = (us(key, v) for v in ("single_gpu", "nccl_host", "nccl_device", "torch_distributed"))
+        sv, hv, dv, tv = (field(key, v) for v in ("single_gpu", "nccl_host", "nccl_device", "torch_distributed"))
         if (nr, nc) in LATENCY_SHAPES:
             ok = None not in (hv, dv, tv) and dv < hv and hv < tv and dv < tv
             out.append(f"- {nr} x {nc} {dt}: nccl_device {fmt(dv)} < nccl_host {fmt(hv)} < torch_distributed "
@@ -190,11 +143,9 @@ def markdown(summary):
             ratio = best[0] / sv if best and sv else None
             out.append(f"- {nr} x {nc} {dt}: best 2-GPU ({best[1] if best else '–'}) {fmt(best[0] if best else None)} / "
                        f"single_gpu {fmt(sv)} = {fmt(ratio, 3)}x: {'met' if ratio is not None and ratio <= 0.6 else 'missed'}")
-    out.append("")
-    out.append("Every variant's output is checked after its timed calls against the double reference of the whole row "
-               "(rows 0, rows/2, rows-1 and up to five more); `summary.json` has every variant (each single-GPU "
-               "candidate too) with p10/p90 over rounds, the GPUs' UUIDs and the runs' contexts.")
-    out.append("")
+    out += ["", "Every variant's output is checked after its timed calls against the double reference of the whole row "
+            "(rows 0, rows/2, rows-1 and up to five more); `summary.json` has every variant (each single-GPU "
+            "candidate too) with p10/p90 over rounds, the GPUs' UUIDs and the runs' contexts.", ""]
     return "\n".join(out)
 
 
@@ -206,8 +157,7 @@ def main():
     p.add_argument("--log", help="sharded_bench's log of the same run: max_rel_err where a record reads 0.0")
     a = p.parse_args()
     summary, md = build(a.records, a.log)
-    out = Path(a.out)
-    text = json.dumps(summary, indent=1) + "\n"
+    out, text = Path(a.out), json.dumps(summary, indent=1) + "\n"
     if a.mode == "build":
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(text)
