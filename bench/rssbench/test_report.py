@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of the Python side of the benchmark protocol, on synthetic records in a temporary directory.
+"""Tests of the bench's Python tools, on synthetic records in a temporary directory and on the committed results.
 
     python3 bench/rssbench/test_report.py        (unittest; no GPU, no torch needed)
 """
@@ -16,8 +16,8 @@ import tempfile
 import unittest
 
 # numpy is imported by the tests that use it, so that --help works without it.
-
 TOOLS = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(os.path.dirname(TOOLS), "results")
 sys.path.insert(0, TOOLS)
 import fixture  # noqa: E402
 import records  # noqa: E402
@@ -25,7 +25,6 @@ import report  # noqa: E402
 import tune  # noqa: E402
 
 SHAPE = (1, 131072, "fp32")
-
 # Hand-checked tiny case: {variant: {session: [host_us samples of round 0, round 1, ...]}}.
 TINY = {
     "local_fusion": {1: [[1, 2, 3], [4, 6], [10]], 2: [[3], [9]]},           # rounds 2,5,10 | 3,9
@@ -62,12 +61,13 @@ def read(path, mode="r"):
 
 
 def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        f.write(text)
+        f.write(text if isinstance(text, str) else json.dumps(text))
 
 
-def run(command, *args):
-    p = subprocess.run([sys.executable, TOOLS, command, *args], capture_output=True, text=True)
+def run(command, *args, python=(sys.executable,)):
+    p = subprocess.run([*python, TOOLS, command, *args], capture_output=True, text=True)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -76,48 +76,41 @@ class Workspace(unittest.TestCase):
 
     def setUp(self):
         self.tree = tempfile.mkdtemp(prefix="rss_report_test_")
-        for rel, text in (("include/rss/a.hpp", "#pragma once\n"), ("bench/b.cpp", "int main(){}\n")):
-            os.makedirs(os.path.dirname(os.path.join(self.tree, rel)), exist_ok=True)
-            with open(os.path.join(self.tree, rel), "w") as f:
-                f.write(text)
-        self.raw = os.path.join(self.tree, "bench/results/raw")
-        self.out = os.path.join(self.tree, "bench/results")
+        write(os.path.join(self.tree, "include/rss/a.hpp"), "#pragma once\n")
+        write(os.path.join(self.tree, "bench/b.cpp"), "int main(){}\n")
+        self.raw, self.out = os.path.join(self.tree, "bench/results/raw"), os.path.join(self.tree, "bench/results")
         os.makedirs(self.raw)
         self.hash = records.source_hash(self.tree)
 
     def tearDown(self):
         shutil.rmtree(self.tree)
 
-    def write(self, name, doc):
-        with open(os.path.join(self.raw, name), "w") as f:
-            json.dump(doc, f)
+    def write_sessions(self, runs_of, sessions=(1, 2), **kw):
+        """Each session's rss and torch files from runs_of(session) (the torch_ runs go to the torch file)."""
+        for s in sessions:
+            runs = runs_of(s)
+            for producer, torch in (("rss_bench", False), ("torch_peers", True)):
+                write(os.path.join(self.raw, f"session{s}_{producer.split('_')[0]}.json"), document(
+                    s, producer, [r for r in runs if r["name"].split("/")[-1].startswith("torch_") == torch],
+                    self.hash, **kw))
 
     def write_tiny(self, sessions=(1, 2), uuid=None):
-        for s in sessions:
-            rss, torch = [], []
-            for variant, by_session in TINY.items():
-                for rnd, host in enumerate(by_session[s]):
-                    (torch if variant.startswith("torch_") else rss).append(
-                        record(SHAPE, variant, rnd, host))
-            self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash, uuid=uuid))
-            self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash, uuid=uuid))
+        self.write_sessions(lambda s: [record(SHAPE, v, rnd, host) for v, by_session in TINY.items()
+                                       for rnd, host in enumerate(by_session[s])], sessions, uuid=uuid)
 
     def write_larger(self):
         """Two sessions, two shapes, every known variant plus an unknown one, random samples."""
         rng = random.Random(3)
         variants = report.KNOWN_VARIANTS + ["a_new_strategy"]
-        for s in (1, 2):
-            rss, torch = [], []
-            for shape in ((1, 131072, "fp32"), (8, 131072, "bf16")):
-                for rnd in range(4):
-                    for v in variants:
-                        base = 10 + variants.index(v) * 3
-                        rec = record(shape, v, rnd, [base + rng.random() for _ in range(5)])
-                        if v == "baseline":
-                            del rec["device_us"]
-                        (torch if v.startswith("torch_") else rss).append(rec)
-            self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash, rounds=4))
-            self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash, rounds=4))
+
+        def runs(s):
+            out = [record(shape, v, rnd, [10 + variants.index(v) * 3 + rng.random() for _ in range(5)])
+                   for shape in ((1, 131072, "fp32"), (8, 131072, "bf16")) for rnd in range(4) for v in variants]
+            for r in out:
+                if r["name"].endswith("/baseline"):
+                    del r["device_us"]
+            return out
+        self.write_sessions(runs, rounds=4)
 
     def build(self):
         rc, out = run("report", "build", "--records", self.raw, "--out", self.out)
@@ -128,12 +121,16 @@ class Workspace(unittest.TestCase):
         return run("report", "verify", "--records", self.raw, "--out", self.out, "--tree", self.tree)
 
     def load_out(self, name):
-        with open(os.path.join(self.out, name)) as f:
-            return json.load(f) if name.endswith(".json") else f.read()
+        text = read(os.path.join(self.out, name))
+        return json.loads(text) if name.endswith(".json") else text
 
     def save_out(self, name, obj):
-        with open(os.path.join(self.out, name), "w") as f:
-            f.write(report.dump_json(obj) if name.endswith(".json") else obj)
+        write(os.path.join(self.out, name), report.dump_json(obj) if name.endswith(".json") else obj)
+
+    def edit_raw(self, name, edit):
+        doc = json.loads(read(os.path.join(self.raw, name)))
+        edit(doc)
+        write(os.path.join(self.raw, name), doc)
 
 
 class AggregateTest(Workspace):
@@ -147,24 +144,20 @@ class AggregateTest(Workspace):
         self.assertAlmostEqual(lf["host_us"], 5.5)
         for got, want in zip(lf["p10_p90_sessions"], [[2.6, 9.0], [3.6, 8.4]]):  # linear percentiles
             np.testing.assert_allclose(got, want)
-        self.assertAlmostEqual(lf["device_us"], 2.75)
-        self.assertAlmostEqual(res["copy_floor"]["host_us"], 2.5)
-        self.assertAlmostEqual(res["memcpy_floor"]["host_us"], 2.0)
-        self.assertAlmostEqual(lf["ratio_to_limit"], 5.5 / 2.0)  # the limit is the faster floor
-        self.assertAlmostEqual(lf["ratio_to_fastest_peer"], 5.5 / 5.0)
+        for value, want in ((lf["device_us"], 2.75), (res["copy_floor"]["host_us"], 2.5),
+                            (res["memcpy_floor"]["host_us"], 2.0), (lf["ratio_to_limit"], 5.5 / 2.0),  # faster floor
+                            (lf["ratio_to_fastest_peer"], 5.5 / 5.0)):
+            self.assertAlmostEqual(value, want)
         self.assertEqual(lf["fastest_peer"], "torch_compile_graph")
         (delta,) = summary["retention_deltas"]  # deltas S1: 1,3,1 -> 1; S2: 2,3 -> 2.5
-        self.assertEqual(delta["delta_us_sessions"], [1.0, 2.5])
+        self.assertEqual((delta["delta_us_sessions"], delta["pairs_sessions"]), ([1.0, 2.5], [3, 2]))
         self.assertAlmostEqual(delta["delta_us"], 1.75)
-        self.assertEqual(delta["pairs_sessions"], [3, 2])
         (best,) = summary["best_per_shape"]
         self.assertEqual(best["best_rss_variant"], "megakernel_grid")
-        self.assertAlmostEqual(best["host_us"], 1.5)
         self.assertEqual((best["limit_variant"], best["limit_us"], best["copy_floor_us"]), ("memcpy_floor", 2.0, 2.5))
-        self.assertAlmostEqual(best["ratio_to_limit"], 0.75)
-        self.assertAlmostEqual(best["limit_target_us"], 5.0)  # limit below 20 us: limit + 3 us
-        self.assertTrue(best["within_limit_target"])
-        self.assertTrue(best["beats_torch_compile_graph"])
+        for key, want in (("host_us", 1.5), ("ratio_to_limit", 0.75), ("limit_target_us", 5.0)):  # < 20 us: + 3 us
+            self.assertAlmostEqual(best[key], want)
+        self.assertTrue(best["within_limit_target"] and best["beats_torch_compile_graph"])
         self.assertIsNone(best["automatic_within_3pct"])  # no automatic records: not checked, so not met
         self.assertFalse(best["targets_met"])
         self.assertIn("- 1 x 131072 fp32: automatic (no records)", markdown)
@@ -178,13 +171,10 @@ class AggregateTest(Workspace):
         self.assertEqual(prov["figures"]["controls.png"]["panels"][0]["points"][0]["range"], [1.0, 2.5])
         self.assertIn("| 1 x 131072 | fp32 | megakernel_grid | 1.50 | 2.50 | 2.00 | 2.00 | 0.750x | 5.00 | yes |",
                       markdown)
-        for key in ("sessions", "results", "retention_deltas", "best_per_shape"):
-            self.assertIn(key, summary)
-        for key in ("rows", "cols", "dtype", "variant", "host_us", "host_us_sessions", "device_us", "kernels",
-                    "launches", "ratio_to_limit"):
-            self.assertIn(key, lf)
-        for key in ("gpu", "uuid", "source_hash"):
-            self.assertIn(key, summary["sessions"][0])
+        for keys, obj in ((("sessions", "results", "retention_deltas", "best_per_shape"), summary),
+                          (("rows", "cols", "dtype", "variant", "host_us", "host_us_sessions", "device_us", "kernels",
+                            "launches", "ratio_to_limit"), lf), (("gpu", "uuid", "source_hash"), summary["sessions"][0])):
+            self.assertTrue(set(keys) <= set(obj), keys)
 
     def test_single_session_is_reported(self):
         self.write_tiny(sessions=(1,))
@@ -195,9 +185,8 @@ class AggregateTest(Workspace):
 
     def test_limit_targets_and_automatic(self):
         """Per pair: 1.15x of the limit from 20 us on, limit + 3 us below; automatic within 3% of the best."""
-        self.assertAlmostEqual(report.limit_target(100.0), 115.0)
-        self.assertAlmostEqual(report.limit_target(20.0), 23.0)
-        self.assertAlmostEqual(report.limit_target(19.0), 22.0)
+        for limit, target in ((100.0, 115.0), (20.0, 23.0), (19.0, 22.0)):
+            self.assertAlmostEqual(report.limit_target(limit), target)
         cases = {  # shape: {variant: host us}
             (4096, 4096, "fp32"): {"copy_floor": 40, "memcpy_floor": 44, "cluster_row": 45, "automatic": 46,
                                    "torch_compile_graph": 50},  # 45 <= 46: met; automatic 1.022x: met
@@ -205,13 +194,8 @@ class AggregateTest(Workspace):
                                   "torch_compile_graph": 13},  # 13.5 <= 13: no; slower than compile; auto 1.037x
             (16384, 8192, "fp16"): {"copy_floor": 150, "memcpy_floor": 140, "block_row": 170, "automatic": 170,
                                     "torch_compile_graph": 200}}  # limit memcpy 140, target 161: missed
-        for s in (1, 2):
-            rss = [record(shape, v, 0, [t]) for shape, by_v in cases.items() for v, t in by_v.items()
-                   if not v.startswith("torch_")]
-            torch = [record(shape, v, 0, [t]) for shape, by_v in cases.items() for v, t in by_v.items()
-                     if v.startswith("torch_")]
-            self.write(f"session{s}_rss.json", document(s, "rss_bench", rss, self.hash, rounds=1))
-            self.write(f"session{s}_torch.json", document(s, "torch_peers", torch, self.hash, rounds=1))
+        self.write_sessions(lambda s: [record(shape, v, 0, [t]) for shape, by_v in cases.items()
+                                       for v, t in by_v.items()], rounds=1)
         summary, markdown, _ = report.compute(self.raw)
         best = {(b["rows"], b["cols"], b["dtype"]): b for b in summary["best_per_shape"]}
         b = best[(4096, 4096, "fp32")]
@@ -245,21 +229,12 @@ class AggregateTest(Workspace):
         self.build()
         self.assertEqual(self.verify()[0], 0)
 
-    def test_quick_protocol_is_labelled(self):
-        self.write_tiny(sessions=(1,))
-        path = os.path.join(self.raw, "session1_rss.json")
-        doc = json.loads(read(path))
-        doc["context"]["protocol"] = "quick"
-        self.write("session1_rss.json", doc)
-        _, markdown, _ = report.compute(self.raw)
-        self.assertIn("**Quick protocol** (session(s) 1)", markdown)
-
-    def test_inconsistent_metadata_is_a_warning(self):
+    def test_quick_protocol_and_inconsistent_metadata_are_labelled(self):
         self.write_tiny()
-        doc = json.loads(read(os.path.join(self.raw, "session2_rss.json")))
-        doc["benchmarks"][0]["kernels"] = 0
-        self.write("session2_rss.json", doc)
+        self.edit_raw("session1_rss.json", lambda doc: doc["context"].update(protocol="quick"))
+        self.edit_raw("session2_rss.json", lambda doc: doc["benchmarks"][0].update(kernels=0))
         summary, markdown, _ = report.compute(self.raw)
+        self.assertIn("**Quick protocol** (session(s) 1)", markdown)
         self.assertTrue(any("'kernels' differs" in w for w in summary["warnings"]))
         self.assertIn("## Warnings", markdown)
 
@@ -273,8 +248,7 @@ class VerifyTest(Workspace):
     def assertFails(self, *needles):
         rc, out = self.verify()
         self.assertEqual(rc, 1, out)
-        self.assertIn("FAIL", out)
-        for n in needles:
+        for n in ("FAIL",) + needles:
             self.assertIn(n, out)
 
     def test_build_then_verify_passes(self):
@@ -283,24 +257,21 @@ class VerifyTest(Workspace):
         self.assertTrue(out.startswith("PASS"), out)
         for name in report.OUTPUTS:
             self.assertTrue(os.path.isfile(os.path.join(self.out, name)), name)
-        prov = self.load_out("provenance.json")
-        self.assertEqual(len(prov["figures"]["bars.png"]["panels"]), 2)
-        self.assertTrue(all(p["annotation"] for p in prov["figures"]["bars.png"]["panels"]))
+        panels = self.load_out("provenance.json")["figures"]["bars.png"]["panels"]
+        self.assertEqual(len(panels), 2)
+        self.assertTrue(all(p["annotation"] for p in panels))
 
-    def test_edited_summary_number_fails(self):
-        summary = self.load_out("summary.json")
+    def test_every_summary_number_is_checked(self):
+        """Perturb numbers of summary.json in turn: verify must catch every one."""
+        original = self.load_out("summary.json")
+        summary = json.loads(json.dumps(original))
         summary["results"][3]["host_us"] *= 1.0001
         self.save_out("summary.json", summary)
         self.assertFails("summary.json.results[3]", "host_us")
-
-    def test_every_summary_number_is_checked(self):
-        """Perturb each number of summary.json in turn: verify must catch every one."""
-        original = self.load_out("summary.json")
         paths = []
 
         def walk(obj, path):
-            items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else []
-            for k, v in items:
+            for k, v in obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else []:
                 if isinstance(v, float):
                     paths.append(path + [k])
                 walk(v, path + [k])
@@ -313,46 +284,38 @@ class VerifyTest(Workspace):
                 obj = obj[k]
             obj[path[-1]] = obj[path[-1]] * (1 + 1e-6) + 1e-9
             self.save_out("summary.json", edited)
-            rc, out = self.verify()
-            self.assertEqual(rc, 1, f"{path}: {out}")
+            self.assertEqual(self.verify()[0], 1, path)
         self.save_out("summary.json", original)
         self.assertEqual(self.verify()[0], 0)
 
-    def test_edited_markdown_fails(self):
+    def test_edited_outputs_and_inputs_fail(self):
         md = self.load_out("results.md")
-        line = next(l for l in md.splitlines() if l.startswith("| 1 x 131072 | fp32 | local_fusion"))
-        edited = line.replace(line.split(" | ")[3], "99.99", 1)
-        self.save_out("results.md", md.replace(line, edited))
+        line = next(line for line in md.splitlines() if line.startswith("| 1 x 131072 | fp32 | local_fusion"))
+        self.save_out("results.md", md.replace(line, line.replace(line.split(" | ")[3], "99.99", 1)))
         self.assertFails("results.md differs", "99.99")
-
-    def test_edited_plotted_number_fails(self):
+        self.save_out("results.md", md)
         prov = self.load_out("provenance.json")
         prov["figures"]["controls.png"]["panels"][0]["points"][0]["value"] += 0.5
         self.save_out("provenance.json", prov)
         self.assertFails("provenance.json.figures.controls.png.panels[0]")
-
-    def test_source_hash_mismatch_fails(self):
+        prov["figures"]["controls.png"]["panels"][0]["points"][0]["value"] -= 0.5
+        self.save_out("provenance.json", prov)
         with open(os.path.join(self.tree, "include/rss/a.hpp"), "a") as f:
             f.write("// changed after measuring\n")
         self.assertFails("source hash", "session1_rss.json")
-
-    def test_raw_file_edit_fails(self):
-        path = os.path.join(self.raw, "session2_torch.json")
-        with open(path, "a") as f:
+        with open(os.path.join(self.raw, "session2_torch.json"), "a") as f:
             f.write("\n")  # same numbers, different bytes: provenance must notice
         self.assertFails("raw file session2_torch.json", "sha256")
-
-    def test_missing_output_fails(self):
         os.remove(os.path.join(self.out, "controls.png"))
         self.assertFails("controls.png: missing")
 
     def test_invalid_record_is_named(self):
-        doc = json.loads(read(os.path.join(self.raw, "session1_rss.json")))
-        entry = doc["benchmarks"][2]
-        for key in [k for k in entry if k.startswith("host_us/")]:
-            del entry[key]
-        entry["real_time"] = 0
-        self.write("session1_rss.json", doc)
+        def edit(doc):
+            entry = doc["benchmarks"][2]
+            for key in [k for k in entry if k.startswith("host_us/")]:
+                del entry[key]
+            entry["real_time"] = 0
+        self.edit_raw("session1_rss.json", edit)
         rc, out = run("report", "build", "--records", self.raw, "--out", self.out)
         self.assertEqual(rc, 2)
         self.assertIn("session1_rss.json: benchmarks[2]: 'host_us'", out)
@@ -377,14 +340,19 @@ class CommandLineTest(unittest.TestCase):
 
     def test_every_tool_helps_without_third_party_packages(self):
         # python -S leaves site-packages off the path: no numpy, matplotlib or torch, as on a fresh machine.
-        p = subprocess.run([sys.executable, "-S", TOOLS, "--help"], capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        commands = [c for c in p.stdout.split("{", 1)[1].split("}", 1)[0].split(",")]
+        rc, out = run("--help", python=(sys.executable, "-S"))
+        self.assertEqual(rc, 0, out)
+        commands = out.split("{", 1)[1].split("}", 1)[0].split(",")
         self.assertIn("report", commands)
         for command in commands:
-            p = subprocess.run([sys.executable, "-S", TOOLS, command, "--help"], capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, f"{command}: {p.stdout + p.stderr}")
-            self.assertIn("usage:", p.stdout, command)
+            for args in [["--help"]] + ([["--suite", s, "--help"] for s in ("backward", "sharded")]
+                                        if command == "peers" else []):
+                rc, out = run(command, *args, python=(sys.executable, "-S"))
+                self.assertEqual(rc, 0, f"{command}: {out}")
+                self.assertIn("usage:", out, command)
+        p = subprocess.run([sys.executable, "-S", os.path.join(TOOLS, "..", "sharded", "report.py"), "--help"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
 
 
 class SourceHashTest(Workspace):
@@ -395,8 +363,7 @@ class SourceHashTest(Workspace):
             h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
         self.assertEqual(self.hash, h.hexdigest())
         for rel in ("bench/results/x.json", "bench/rssbench/__pycache__/m.cpython-311.pyc", "bench/rssbench/n.pyc",
-                    "bench/NOTES.md", "src/other.cpp"):
-            os.makedirs(os.path.dirname(os.path.join(self.tree, rel)), exist_ok=True)
+                    "bench/NOTES.md", "src/other.cpp", "bench/backward/x.py", "bench/sharded/y.py"):
             write(os.path.join(self.tree, rel), "ignored")
         self.assertEqual(records.source_hash(self.tree), self.hash)
         write(os.path.join(self.tree, "bench/new.py"), "")  # an empty file still counts
@@ -406,28 +373,17 @@ class SourceHashTest(Workspace):
 
 
 class FixtureTest(unittest.TestCase):
-    @staticmethod
-    def reference(seed, k):
-        """Plain-integer splitmix64 finalizer and mapping, the spec written out once more."""
-        import numpy as np
-        m = (1 << 64) - 1
-        z = (seed + k + 0x9E3779B97F4A7C15) & m
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
-        z ^= z >> 31
-        return z, np.float32(8.0 * ((z >> 40) / 2.0**24) - 4.0)
-
-    def test_known_splitmix64_outputs(self):
+    def test_splitmix64_outputs_and_the_scalar_reference(self):
         import numpy as np
         # First outputs of the standard splitmix64 generator for states 0 and 1234567.
         self.assertEqual(int(fixture.splitmix64(np.uint64(0))), 0xE220A8397B1DCDAF)
         self.assertEqual(int(fixture.splitmix64(np.uint64(1234567))), 6457827717110365317)
-
-    def test_vectorised_matches_scalar_reference(self):
-        seed = (1 << 64) - 3  # seed + k wraps around 2^64
-        got = fixture.generate(seed, 64, start=1000)
-        for i, v in enumerate(got):
-            self.assertEqual(v, self.reference(seed, 1000 + i)[1])
+        seed, m = (1 << 64) - 3, (1 << 64) - 1  # seed + k wraps around 2^64
+        for i, v in enumerate(fixture.generate(seed, 64, start=1000)):  # the spec written out once more
+            z = (seed + 1000 + i + 0x9E3779B97F4A7C15) & m
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+            self.assertEqual(v, np.float32(8.0 * (((z ^ (z >> 31)) >> 40) / 2.0**24) - 4.0))
         self.assertEqual(fixture.generate(42, 8, 4).tolist(), fixture.generate(42, 12)[4:].tolist())
         x = fixture.matrix(42, 3, 5)
         self.assertEqual(x[2, 1], fixture.generate(42, 1, 11)[0])
@@ -437,33 +393,66 @@ class FixtureTest(unittest.TestCase):
         import numpy as np
         want = hashlib.sha256(fixture.generate(42, 1 << 20).astype("<f4").tobytes()).hexdigest()
         self.assertEqual(fixture.fixture_hash(42), want)
-        rc, out = run("fixture", "--seed", "42", "--hash")
-        self.assertEqual((rc, out.strip()), (0, want))
+        self.assertEqual(run("fixture", "--seed", "42", "--hash"), (0, want + "\n"))
         rc, out = run("fixture", "--seed", "42", "--print", "0", "8")
         lines = out.strip().splitlines()
         self.assertEqual(len(lines), 8)
         self.assertEqual(np.float32(lines[3].split()[1]), fixture.generate(42, 1, 3)[0])
+        self.assertEqual(int(lines[3].split()[2], 16), int(fixture.generate(42, 1, 3).view("<u4")[0]))
 
 
 class PeersTest(unittest.TestCase):
-    def test_imports_without_torch_and_exits_3(self):
-        importlib.import_module("peers")  # must not need torch at import time
+    def test_imports_without_torch_exits_3_and_checks_its_options(self):
+        peers = importlib.import_module("peers")  # must not need torch at import time
+        self.assertEqual(len(peers.SUITES["backward"][1]), 11)
+        out_file = os.path.join(tempfile.gettempdir(), "x.json")
+        for suite in ("forward", "backward", "sharded"):
+            rc, out = run("peers", "--suite", suite, "--variants", "bogus", "--out", out_file)
+            self.assertEqual(rc, 2, out)
+            self.assertIn("--variants within", out)
         try:
             import torch  # noqa: F401
             if torch.cuda.is_available():
                 self.skipTest("torch with CUDA is present")
         except ImportError:
             pass
-        rc, out = run("peers", "--session", "1", "--out", os.path.join(tempfile.gettempdir(), "x.json"))
-        self.assertEqual(rc, 3, out)
-        self.assertIn("torch", out)
+        for suite in ("forward", "backward", "sharded"):
+            rc, out = run("peers", "--suite", suite, "--out", out_file)
+            self.assertEqual(rc, 3, out)
+            self.assertIn("torch", out)
+
+
+class SummaryTest(unittest.TestCase):
+    def test_backward_summary_of_the_committed_run(self):
+        """rssbench backward gives the committed backward summary again (but for the tool's name)."""
+        d = os.path.join(RESULTS, "backward")
+        if not os.path.isfile(os.path.join(d, "rss_backward.json")):
+            self.skipTest("no committed backward run")
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out = run("backward", "--rss", os.path.join(d, "rss_backward.json"), "--peers",
+                          os.path.join(d, "peers.json"), "--out", os.path.join(tmp, "s.json"), "--report",
+                          os.path.join(tmp, "r.md"))
+            self.assertEqual(rc, 0, out)
+            fresh, committed = (json.loads(read(os.path.join(p, n))) for p, n in ((tmp, "s.json"), (d, "summary.json")))
+            self.assertEqual({**fresh, "producer": None}, {**committed, "producer": None})
+            fresh, committed = (read(os.path.join(p, n)).splitlines() for p, n in ((tmp, "r.md"), (d, "results.md")))
+            self.assertEqual(fresh[3:], committed[3:])  # line 3 names the tool
+
+    def test_ab_summary(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for tree, us in (("old", 10.0), ("new", 9.0)):
+                write(os.path.join(tmp, f"forward_{tree}_1.json"), {"benchmarks": [
+                    {"name": "1x8/a", "run_type": "iteration", "real_time": us * 1000, "time_unit": "ns"},
+                    {"name": "1x8/a_mean", "run_type": "aggregate", "real_time": 1}]})
+            rc, out = run("ab", tmp)
+            self.assertEqual(rc, 0, out)
+            self.assertIn("| 1x8/a | 10.00 (0.0%) | 9.00 (0.0%) | 0.900 | faster |", out)
 
 
 class SessionTest(unittest.TestCase):
     def test_presets_estimates_and_gpus(self):
         import session
-        self.assertEqual(session.PRESETS["quick"]["sessions"], [1])
-        self.assertEqual(session.PRESETS["full"]["sessions"], [1, 2])
+        self.assertEqual((session.PRESETS["quick"]["sessions"], session.PRESETS["full"]["sessions"]), ([1], [1, 2]))
         # Fitted so that one session of 3 x 10 over 20 pairs takes the measured 157 s.
         self.assertAlmostEqual(session.estimate_seconds(1, 20, 3, 10), 156.0)
         # Each session on its own GPU when there are several; a CUDA_VISIBLE_DEVICES pin wins.
@@ -471,8 +460,6 @@ class SessionTest(unittest.TestCase):
         self.assertEqual(session.session_gpus([1, 2], ["GPU-a"], None), {1: None, 2: None})
         self.assertEqual(session.session_gpus([2], ["GPU-a", "GPU-b"], "GPU-z"), {2: "GPU-z"})
         self.assertEqual(session.session_gpus([1], [], "0"), {1: None})
-
-    def test_help_names_both_protocols(self):
         rc, out = run("session", "--help")
         self.assertEqual(rc, 0, out)
         for needle in ("quick", "full", "docs/protocol.md"):
@@ -494,62 +481,48 @@ class SessionTest(unittest.TestCase):
 
 
 class TuneTest(unittest.TestCase):
-    """tune.py: an entry only for a clear, consistent win over the heuristic; a header that compiles."""
+    """tune: an entry only for a clear, consistent win over the heuristic; a header that compiles."""
 
     def pilot(self, path, by_variant):
-        runs = [record((4, 8192, "fp32"), v, rnd, samples)
-                for v, rounds in by_variant.items() for rnd, samples in enumerate(rounds)]
-        doc = document(1, "rss_bench", runs, "")
-        with open(path, "w") as f:
-            json.dump(doc, f)
+        write(path, document(1, "rss_bench", [record((4, 8192, "fp32"), v, rnd, samples)
+                                              for v, rounds in by_variant.items() for rnd, samples in enumerate(rounds)], ""))
 
     def decide(self, by_variant):
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "pilot.json")
-            self.pilot(path, by_variant)
-            return tune.decide(tune.timings([path]), 0.03)
+            self.pilot(os.path.join(d, "pilot.json"), by_variant)
+            return tune.decide(tune.timings([os.path.join(d, "pilot.json")]), 0.03)
 
-    def test_a_consistent_win_becomes_an_entry(self):
-        entries, lines = self.decide({"heuristic": [[100, 101], [100, 102]],
-                                      "cluster_row:256x32x1": [[90, 91], [92, 90]], "copy_floor": [[50], [50]]})
-        self.assertEqual([(e[3], e[4]) for e in entries], [("cluster_row:256x32x1", 90.5)])
-        self.assertIn("entry", lines[0])
-        text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
-        entry = next(line for line in text.splitlines() if "Strategy::" in line)
-        for part in ("DType::fp32, 4, 4, 8192, 8192", "Strategy::cluster_row", "{256, 32, 1, RowResidence::registers}"):
-            self.assertIn(part, entry)
-        self.assertIn("h200_entry_count = 1;", text)
-
-    def test_a_shared_memory_configuration_keeps_its_residence(self):
-        entries, _ = self.decide({"heuristic": [[100, 101], [100, 102]], "cluster_row:256x64x4s": [[80, 81], [80, 82]]})
-        self.assertEqual([e[3] for e in entries], ["cluster_row:256x64x4s"])
-        text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
-        self.assertIn("{Strategy::cluster_row, {256, 64, 4, RowResidence::shared_memory}}", text)
+    def test_a_consistent_win_becomes_an_entry_with_its_residence(self):
+        heuristic = [[100, 101], [100, 102]]
+        for candidates, want, parts in (
+                ({"cluster_row:256x32x1": [[90, 91], [92, 90]], "copy_floor": [[50], [50]]}, "cluster_row:256x32x1",
+                 ("DType::fp32, 4, 4, 8192, 8192", "{Strategy::cluster_row, {256, 32, 1, RowResidence::registers}}")),
+                ({"cluster_row:256x64x4s": [[80, 81], [80, 82]]}, "cluster_row:256x64x4s",
+                 ("{Strategy::cluster_row, {256, 64, 4, RowResidence::shared_memory}}",)),
+                ({"cluster_row:512x64x1p": [[80, 81], [80, 82]], "cluster_row:512x64x1s": [[85, 86], [85, 86]]},
+                 "cluster_row:512x64x1p", ("{Strategy::cluster_row, {512, 64, 1, RowResidence::shared_memory_pipelined}}",))):
+            entries, lines = self.decide({"heuristic": heuristic, **candidates})
+            self.assertEqual([e[3] for e in entries], [want])
+            self.assertIn("entry", lines[0])
+            text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
+            entry = next(line for line in text.splitlines() if "Strategy::" in line)
+            for part in parts:
+                self.assertIn(part, entry)
+            self.assertIn("h200_entry_count = 1;", text)
+        self.assertEqual(self.decide({"heuristic": heuristic, "cluster_row:256x32x1": [[90, 91], [92, 90]]})[0][0][4], 90.5)
         self.assertEqual(tune.parse_variant("cluster_row:512x32x8"), ("cluster_row", (512, 32, 8, "registers")))
-        self.assertEqual(tune.parse_variant("cluster_row:512x64x1s"), ("cluster_row", (512, 64, 1, "shared_memory")))
         for bad in ("cluster_row:512x32xs8", "cluster_row:512x32x1q", "cluster_row:512x32x1ps"):
             with self.assertRaises(tune.TuneError):
                 tune.parse_variant(bad)
 
-    def test_a_pipelined_configuration_keeps_its_residence(self):
-        entries, _ = self.decide({"heuristic": [[100, 101], [100, 102]], "cluster_row:512x64x1p": [[80, 81], [80, 82]],
-                                  "cluster_row:512x64x1s": [[85, 86], [85, 86]]})
-        self.assertEqual([e[3] for e in entries], ["cluster_row:512x64x1p"])
-        text = tune.header(entries, "NVIDIA H200", "h200", ["pilot.json"])
-        self.assertIn("{Strategy::cluster_row, {512, 64, 1, RowResidence::shared_memory_pipelined}}", text)
-
-    def test_a_win_within_the_margin_or_not_in_every_round_is_not(self):
-        entries, _ = self.decide({"heuristic": [[100], [100]], "megakernel_grid": [[98], [98]]})
-        self.assertEqual(entries, [])
-        entries, lines = self.decide({"heuristic": [[100], [120]], "megakernel_grid": [[90], [101]]})
-        self.assertEqual(entries, [])
-        self.assertIn("noise", lines[0])
+    def test_no_entry_within_the_margin_in_some_rounds_or_for_a_floor(self):
+        for by_variant, line in (({"megakernel_grid": [[98], [98]]}, "within the margin"),
+                                 ({"megakernel_grid": [[90], [101]]}, "noise"),
+                                 ({"copy_floor": [[50], [50]], "memcpy_floor": [[40], [40]]}, "no candidate")):
+            entries, lines = self.decide({"heuristic": [[100], [100 if line != "noise" else 120]], **by_variant})
+            self.assertEqual(entries, [])
+            self.assertIn(line, lines[0])
         self.assertIn("h200_entry_count = 0;", tune.header([], "NVIDIA H200", "h200", ["pilot.json"]))
-
-    def test_the_floors_are_never_candidates(self):
-        entries, _ = self.decide({"heuristic": [[100], [100]], "copy_floor": [[50], [50]],
-                                  "memcpy_floor": [[40], [40]]})
-        self.assertEqual(entries, [])
 
     def test_command_line_errors_are_one_line_and_diagnostics_go_to_stderr(self):
         with tempfile.TemporaryDirectory() as d:
