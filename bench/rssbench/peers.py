@@ -6,23 +6,20 @@
     python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
 
 Suites (`_graph`: captured in a CUDA Graph after warm-up, timed as graph.replay()):
-  forward   torch_eager(_graph), torch_compile(_graph) (static shapes) of the composed torch expression, on the
-            shared fixture (fixture.py, --fixture-seed) cast to the dtype
-  backward  *_bwd: dx from x, y, dy (the forward ran before timing, its graph retained) by autograd of the composed
-            expression, eager or compiled, or rss_op_bwd (torch.ops.rss backward from its forward's row statistics);
-            *_fwdbwd: y = f(x), then dx. rss_op variants run only where the rss_torch package (python/) imports.
-  sharded   torch_distributed: the operator over an NCCL process group, one process per GPU (--world), columns split
-            as sharded_bench splits them; a sample is the slowest rank's.
-Per (shape, dtype) and round the variants run in an order shuffled by random.Random(f"{suite}/{seed}/{session}/
-{rows}x{cols}/{dtype}/{round}"), each built afresh for its turn (forward, graph) and released after it: --warmup
-calls, --iterations host samples (time.perf_counter around the call and torch.cuda.synchronize: host completion
-time, the protocol's metric, which device-only timers such as triton's do_bench do not give), then one batched
-torch.cuda.Event interval over as many back-to-back calls (device_us; it can include host supply gaps).
+  forward   torch_eager(_graph), torch_compile(_graph) of the composed expression on the fixture (fixture.py)
+  backward  *_bwd: dx from x, y, dy (the forward ran before timing, its graph retained) by autograd, eager or
+            compiled, or rss_op_bwd (torch.ops.rss backward from its forward's row statistics); *_fwdbwd: y = f(x),
+            then dx. The rss_op variants run only where the rss_torch package (python/) imports.
+  sharded   torch_distributed: the operator over an NCCL process group, one process per GPU, columns split as
+            sharded_bench splits them; a sample is the slowest rank's.
+Per (shape, dtype) and round the variants run in an order shuffled from the seed, each built afresh (its forward, its
+graph) and released after its turn: --warmup calls, --iterations host samples (time.perf_counter around the call and
+torch.cuda.synchronize: host completion time, which device-only timers such as triton's do_bench do not give), then
+one torch.cuda.Event interval over as many back-to-back calls (device_us; it can include host supply gaps).
 max_rel_err, on a variant's first build, against float64: the worst row's |out - ref| / |ref|, max norm (forward) or
-2-norm (backward: dx; sharded: rows 0, rows/2, rows-1 and 5 more), flagged on stderr above the dtype's tolerance.
-A variant that fails is recorded and skipped (sharded: all ranks stop). Records: rss-records/2 (records.py;
-kernels and logical_bytes -1: unknown, launches 1 for graph replay), sharded: sharded_bench's JSON. FILE.partial is
-written after each shape and renamed to FILE at the end. Without torch or a CUDA device: exit 3.
+2-norm (backward: dx; sharded: 8 rows); flagged on stderr above the dtype's tolerance. A variant that fails is
+recorded and skipped (sharded: every rank stops). Records: rss-records/2 (records.py; kernels, logical_bytes -1:
+unknown), sharded: sharded_bench's JSON; FILE.partial after each shape, FILE at the end. No torch or CUDA: exit 3.
 """
 import argparse
 import json
@@ -251,6 +248,7 @@ def measure(suite, args, variants, work, write):
         rows, cols, dtype = shape
         say(f"[{index + 1}/{len(work)}] {rows}x{cols} {dtype}")
         suite.prepare(rows, cols, getattr(torch, {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[dtype]))
+        torch.cuda.synchronize()  # the inputs are ready before any stream reads them
         errors, failed = {}, set()
         for rnd in range(args.rounds):
             order = [v for v in variants if v not in failed]
