@@ -18,11 +18,9 @@ peers write the same shape). Schema "rss-records/2" is what rss adds to it, noth
               evicted_tiles, max_rel_err (absent: not checked). A run with error_occurred (1.7) or skipped (1.8+)
               is a variant that did not run.
 
-load() gives every tool one normalised form: {"file", "schema", "producer", "suite", "session", "context": {"gpu",
-"uuid", "driver", "toolkit", "sm_count", "source_hash", "clocks_start", "clocks_end", "config": {"rounds",
-"iterations", "seed", "shape_order", ...}, "fixture": {"seed", "generator", "hash"}}, "records": [{"rows", "cols",
-"dtype", "variant", "round", "position", "host_us": [...], "device_us": [...], "kernels", "launches", "cooperative",
-"active_blocks_per_sm", "logical_bytes", "evicted_tiles", "max_rel_err"}], "errors": [...]}
+load() gives every tool one normalised form: {"file", "schema", "producer", "suite", "session", "context": {gpu, uuid,
+driver, toolkit, sm_count, source_hash, clocks_start, clocks_end, "config": {...}, "fixture": {seed, generator, hash}},
+"records": [record_of()'s], "errors": [{name, error}]}.
 
 Source hash (its only definition): sha256 over every regular file under include/ and bench/, except bench/results/,
 the backward pass's and the sharded path's code and benches (include/rss/backward/, include/rss/sharded/,
