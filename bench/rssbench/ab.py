@@ -1,10 +1,8 @@
 #!/usr/bin/env python3
-"""Before/after summary of bench/ab/run.sh: per benchmark, the median of every sample of each tree (one per round
-and repetition: Google Benchmark's real_time), the spread (max - min, as a share of the median), and new / old.
+"""Before/after summary of bench/ab/run.sh: per benchmark, each tree's median and spread, and new / old
+("within noise" when |new / old - 1| is at most the larger spread, at least 1%; docs/protocol.md).
 
     python3 bench/rssbench ab OUT_DIR [--markdown FILE]
-
-A benchmark is "within noise" when |new / old - 1| is at most the larger of the two spreads (at least 1%).
 """
 import argparse
 import glob

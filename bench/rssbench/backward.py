@@ -4,12 +4,7 @@
     python3 bench/rssbench backward --rss rss_backward.json [--peers peers.json] --out summary.json [--report FILE.md]
 
 --rss: rss_backward_bench's Google Benchmark JSON; --peers: `rssbench peers --suite backward`'s records (or the older
-peers JSON of bench/results/backward/). host_us: the median over rounds (repetitions) of each round's median host
-completion time. best_per_shape: the best rss backward strategy of either saved state against its floor (target:
-within 1.25x where that floor is at least 20 us) and torch.compile's backward with graph replay, and forward+backward
-through the PyTorch operator against torch.compile of the composed expression, with and without graphs. Saved state
-(a) reads x, y and dy (floor: 4 N); (b), the *_saved variants (y recomputed from per-row statistics, what the
-PyTorch operator runs), reads x and dy (floor_saved: 3 N).
+peers JSON of bench/results/backward/). Statistics, floors and targets: docs/protocol.md ("The tools in detail").
 """
 import argparse
 import json

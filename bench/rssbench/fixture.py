@@ -1,11 +1,6 @@
 #!/usr/bin/env python3
-"""The benchmark input fixture, identical bit for bit to the C++ generator.
-
-Element k (row-major index, uint64) of the fixture with seed s is the splitmix64 finalizer of s + k (mod 2^64):
-    z = s + k + 0x9E3779B97F4A7C15;  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;  z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-    z = z ^ (z >> 31);  u = (z >> 40) / 2^24 (24 bits, in [0, 1));  x = float32(8 u - 4) (in [-4, 4))
-8u - 4 = ((z >> 40) - 2^23) / 2^21 has at most 24 significant bits: every step is exact in float32 and float64 alike.
-Fixture hash = sha256 of the little-endian float32 bytes of elements 0 .. 2^20 - 1 (independent of shape).
+"""The benchmark input fixture, identical bit for bit to the C++ generator (splitmix64 of seed + index, mapped
+to [-4, 4) in float32; docs/protocol.md, "The tools in detail", spells it out).
 
     python3 bench/rssbench fixture --seed 42 --hash          python3 bench/rssbench fixture --seed 42 --print 0 8
 """

@@ -1,25 +1,15 @@
 #!/usr/bin/env python3
-"""torch peers of rms_scaled_softmax, timed like the C++ benches (docs/protocol.md): one core, the operator a parameter.
+"""torch peers of rms_scaled_softmax, timed like the C++ benches: one core, the operator a parameter.
 
     python3 bench/rssbench peers [--suite forward] --session N --out FILE.json   (run by `rssbench session`)
     python3 bench/rssbench peers --suite backward --out peers.json               (bench/backward/run.sh)
     python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
 
-Suites (`_graph`: captured in a CUDA Graph after warm-up, timed as graph.replay()):
-  forward   torch_eager(_graph), torch_compile(_graph) of the composed expression on the fixture (fixture.py)
-  backward  *_bwd: dx from x, y, dy (the forward ran before timing, its graph retained) by autograd, eager or
-            compiled, or rss_op_bwd (torch.ops.rss backward from its forward's row statistics); *_fwdbwd: y = f(x),
-            then dx. The rss_op variants run only where the rss_torch package (python/) imports.
-  sharded   torch_distributed: the operator over an NCCL process group, one process per GPU, columns split as
-            sharded_bench splits them; a sample is the slowest rank's.
-Per (shape, dtype) and round the variants run in an order shuffled from the seed, each built afresh (its forward, its
-graph) and released after its turn: --warmup calls, --iterations host samples (time.perf_counter around the call and
-torch.cuda.synchronize: host completion time, which device-only timers such as triton's do_bench do not give), then
-one torch.cuda.Event interval over as many back-to-back calls (device_us; it can include host supply gaps).
-max_rel_err, on a variant's first build, against float64: the worst row's |out - ref| / |ref|, max norm (forward) or
-2-norm (backward: dx; sharded: 8 rows); flagged on stderr above the dtype's tolerance. A variant that fails is
-recorded and skipped (sharded: every rank stops). Records: rss-records/2 (records.py; kernels, logical_bytes -1:
-unknown), sharded: sharded_bench's JSON; FILE.partial after each shape, FILE at the end. No torch or CUDA: exit 3.
+forward: torch eager and torch.compile of the composed expression on the fixture; backward: autograd's backward
+(eager, compiled) and the rss_torch operator's; sharded: the operator over an NCCL process group, one process per
+GPU. `_graph` variants replay a CUDA Graph. Variants run shuffled per round; each records every host sample, one
+event interval and its error against float64. Details: docs/protocol.md ("The tools in detail"). No torch or
+CUDA: exit 3.
 """
 import argparse
 import json

@@ -1,32 +1,8 @@
 #!/usr/bin/env python3
 """Raw benchmark records: the one reader of Google Benchmark's JSON, the schema rss adds to it, the source hash.
 
-Every bench and peer writes Google Benchmark's JSON (--benchmark_out=FILE --benchmark_out_format=json; the Python
-peers write the same shape). Schema "rss-records/2" is what rss adds to it, nothing else:
-
-  context     Google Benchmark's keys, and rss's as strings (benchmark::AddCustomContext): schema, producer,
-              suite (forward | backward | sharded), session, gpu, uuid (comma list where several GPUs ran one
-              call), driver, toolkit, sm_count, rounds, iterations, warmup, seed, shape_order (forward | reverse),
-              fixture_seed, fixture_generator, any other configuration key; the session runner adds source_hash,
-              fixture_hash, clocks_start and clocks_end (objects), and may add protocol and peers.
-  benchmarks  one run per (shape, dtype, round, variant), named SHAPE[:DTYPE]/roundR/VARIANT (suite mode:
-              SHAPE[:DTYPE]/VARIANT; Google Benchmark's /iterations:N and /manual_time suffixes, a leading suite
-              word and a DTYPE part of their own are read too), with user counters: host_us/0 .. host_us/N-1
-              (every sample, us; else a host_us counter, else real_time, is the one sample), device_us (one
-              batched event interval per call), position (in its round), kernels, launches (-1: unknown),
-              cooperative (0/1), active_blocks_per_sm (absent or 0: not queried), logical_bytes (-1: unknown),
-              evicted_tiles, max_rel_err (absent: not checked). A run with error_occurred (1.7) or skipped (1.8+)
-              is a variant that did not run.
-
-load() gives every tool one normalised form: {"file", "schema", "producer", "suite", "session", "context": {gpu, uuid,
-driver, toolkit, sm_count, source_hash, clocks_start, clocks_end, "config": {...}, "fixture": {seed, generator, hash}},
-"records": [record_of()'s], "errors": [{name, error}]}.
-
-Source hash (its only definition): sha256 over every regular file under include/ and bench/, except bench/results/,
-the backward pass's and the sharded path's code and benches (include/rss/backward/, include/rss/sharded/,
-bench/backward/, bench/sharded/: the forward bench neither runs nor measures them), __pycache__/, *.pyc and *.md
-(prose does not produce measurements); in ascending order of tree-relative POSIX path (Python str order), each file
-feeding path.encode("utf-8") + b"\\0" + str(len(data)).encode() + b"\\0" + data. Untracked files count too.
+Schema rss-records/2, load()'s normalised form and the source hash are defined in docs/protocol.md ("The tools in
+detail").
 
     python3 bench/rssbench records source-hash [--tree .] [--list]      python3 bench/rssbench records validate FILE...
 """

@@ -1,16 +1,9 @@
 #!/usr/bin/env python3
 """The forward report (summary.json, results.md, provenance.json, bars.png, controls.png) from the raw records only,
-and its verification: aggregates, figures and targets as docs/protocol.md defines them.
+and its verification; aggregates, figures and targets: docs/protocol.md.
 
     python3 bench/rssbench report build     (defaults: --records bench/results/raw --out bench/results)
     python3 bench/rssbench report verify    (the same, and --tree: the repository holding this script)
-
-Round value: median of a round's samples; per session: median, p10, p90 over rounds (numpy, linear); a variant's
-host_us (device_us likewise): mean of the session medians; limit: the faster floor. verify recomputes everything,
-compares it with the files under --out (numbers with relative tolerance 1e-9, results.md as text), checks each raw
-file's sha256 against provenance.json, each session's source hash against --tree and that the sessions ran on
-distinct GPUs, then prints PASS or every mismatch (exit 1). The figures are drawn from the numbers provenance.json
-holds, so verifying provenance verifies the plots.
 """
 import argparse
 import difflib

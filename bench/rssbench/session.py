@@ -3,13 +3,10 @@
 
     python3 bench/rssbench session --build build-bench [--protocol quick|full] [options]     (scripts/bench.sh)
 
-Each session: read the clocks, run `rss_bench --session=N` (rounds, per-round shuffled variant order from the
-recorded seed; even sessions reverse the shape order), run the torch peers (`rssbench peers`) on the same shapes and
-fixture when torch with CUDA is importable (else the records say why not), read the clocks again, and complete the
-raw records' context: source hash of include/ and bench/, driver, clocks, fixture hash. Each session goes to its own
-GPU when there are several. quick: records and report under BUILD/quick/, never over the committed results, and no
-claim rests on it; full: records in bench/results/raw/session<N>_{rss,torch}.json, the report in bench/results/,
-rebuilt from every record there. Any option given overrides the preset.
+Each session (on its own GPU when there are several): rss_bench, then the torch peers when torch with CUDA is
+importable, then the raw records' context is completed (source hash, driver, clocks, fixture hash). quick: records
+and report under BUILD/quick/, never over the committed results; full: bench/results/raw/session<N>_{rss,torch}.json
+and the report in bench/results/. Any option given overrides the preset.
 """
 import argparse
 import json

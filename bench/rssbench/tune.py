@@ -4,13 +4,9 @@
     python3 bench/rssbench tune bench/results/pilot/h200_pilot*.json --device "NVIDIA H200" \\
         --name h200 --out include/rss/tuning/h200_table.hpp
 
-Per measured (shape, dtype), the pilot timed each candidate (cluster_row under every configuration that fits, the
-megakernels, block_row, local_fusion) and `heuristic`, what automatic picks without a table. A candidate becomes an
-entry when its median host time beats the heuristic's by more than the margin (3% by default, about twice the
-session-to-session spread of the medians) and it won every round (its slowest round median below the heuristic's
-fastest; each file's rounds stay its own). An entry covers exactly its shape: the heuristic
-(include/rss/tuning/auto_select.hpp) decides every other. Tables are generated from every committed pilot file of
-the device, never edited by hand. The decisions go to stderr, the header to --out (or stdout).
+A candidate becomes an entry for exactly its shape when it beats the heuristic by more than the margin in its
+median and in every round (the rule: docs/protocol.md, "The tools in detail"). The decisions go to stderr, the
+header to --out (or stdout).
 """
 import argparse
 import statistics

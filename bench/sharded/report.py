@@ -4,11 +4,8 @@
     python3 bench/sharded/report.py build|verify RECORDS.json... [--log BENCH.log] [--out bench/results/sharded]
 
 RECORDS: sharded_bench's and the torch peer's (`python3 bench/rssbench peers --suite sharded`) JSON files
-(bench/results/sharded/raw/). build writes summary.json (a row per shape, dtype and variant: rows, cols, dtype,
-world, variant, host_us, max_rel_err, uuids, p10/p90 and the sample count) and report.md; verify recomputes both
-and fails when the committed files differ. host_us: the median over rounds of each round's median host completion
-time (launch on every GPU used, then synchronise them). `single_gpu` is the fastest accurate single-GPU rss strategy
-measured on the whole row (single_gpu:<strategy> rows keep each candidate).
+(bench/results/sharded/raw/). build writes summary.json and report.md; verify recomputes both and fails when the
+committed files differ. Definitions: docs/protocol.md ("The tools in detail").
 """
 import argparse
 import json
