@@ -13,9 +13,9 @@ import os
 import sys
 from collections import Counter, defaultdict
 
+import records  # a sibling: a script's folder is on sys.path
+
 # numpy and matplotlib are imported where they are used: --help works before the Python dependencies are installed.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import records  # noqa: E402  (sibling module; the tools are run as scripts)
 
 TREE = records.TREE
 KNOWN_VARIANTS = list(records.KNOWN_VARIANTS)
@@ -30,6 +30,7 @@ NOTICE = "Each panel has its own axis: do not compare bar lengths across shapes"
 CONTROLS_NOTICE = "Each panel has its own axis: compare controls within a shape only"
 WHISKER_NOTE = "Bars: mean of the session medians. Whiskers: span of the session medians (not confidence intervals)."
 AXIS_FILL = 0.8  # the largest plotted value fills 80% of its panel's axis (the protocol asks for at least 75%)
+TARGETS = ("within_limit_target", "beats_torch_compile_graph", "automatic_within_3pct")  # best_per_shape's
 OUTPUTS = ("summary.json", "results.md", "provenance.json", "bars.png", "controls.png")
 # The project's shapes, article shapes first; other shapes follow by size.
 KNOWN_SHAPES = [(1, 131072), (8, 131072), (64, 131072), (32, 128256), (1, 1048576), (1, 4194304),
@@ -66,6 +67,14 @@ def shape_order(shape):
 
 def shape_name(shape):
     return f"{shape[0]} x {shape[1]} {shape[2]}"
+
+
+def shape_of(d):
+    return d["rows"], d["cols"], d["dtype"]
+
+
+def shape_fields(shape):
+    return dict(zip(("rows", "cols", "dtype"), shape))
 
 
 def _mean(values):
@@ -177,7 +186,7 @@ def aggregate(sessions, rounds):
             "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": _mean(dev_medians),
             "device_us_sessions": dev_medians, **metadata(
                 [rec for s in sids for rec in rounds.get((s, shape, variant), {}).values()], warnings, label)})
-    by_key = {((r["rows"], r["cols"], r["dtype"]), r["variant"]): r for r in results}
+    by_key = {(shape_of(r), r["variant"]): r for r in results}
     shapes = sorted({k[0] for k in by_key}, key=shape_order)
 
     def fastest_of(shape, pick):
@@ -186,9 +195,8 @@ def aggregate(sessions, rounds):
 
     limits = {shape: fastest_of(shape, lambda v: v in FLOORS) for shape in shapes}
     for r in results:
-        shape = (r["rows"], r["cols"], r["dtype"])
-        fastest = fastest_of(shape, is_peer)
-        r.update(ratio_to_limit=_ratio(r["host_us"], _host(limits[shape])),
+        fastest = fastest_of(shape_of(r), is_peer)
+        r.update(ratio_to_limit=_ratio(r["host_us"], _host(limits[shape_of(r)])),
                  ratio_to_fastest_peer=_ratio(r["host_us"], _host(fastest)), fastest_peer=fastest and fastest["variant"])
     deltas, best = [], []
     for shape in shapes:
@@ -201,10 +209,9 @@ def aggregate(sessions, rounds):
                 per_session.append(float(np.median(paired)) if paired else None)
                 pairs.append(len(paired))
             delta = _mean(per_session)
-            deltas.append({"rows": shape[0], "cols": shape[1], "dtype": shape[2], "control": control,
-                           "reference": REFERENCE, "delta_us": delta, "delta_us_sessions": per_session,
-                           "pairs_sessions": pairs, "reference_host_us": ref["host_us"],
-                           "relative_to_reference": _ratio(delta, ref["host_us"])})
+            deltas.append({**shape_fields(shape), "control": control, "reference": REFERENCE, "delta_us": delta,
+                           "delta_us_sessions": per_session, "pairs_sessions": pairs, "reference_host_us":
+                           ref["host_us"], "relative_to_reference": _ratio(delta, ref["host_us"])})
         b = fastest_of(shape, is_strategy)
         if not b:
             continue
@@ -213,32 +220,34 @@ def aggregate(sessions, rounds):
         limit = limits[shape]
         target_us = None if limit is None else limit_target(limit["host_us"])
         auto_ratio = _ratio(_host(auto), b["host_us"])
-        checks = {"within_limit_target": None if target_us is None else b["host_us"] <= target_us,
-                  "beats_torch_compile_graph": None if _host(cg) is None else b["host_us"] < cg["host_us"],
-                  "automatic_within_3pct": None if auto_ratio is None else auto_ratio <= 1.0 + AUTOMATIC_SLACK}
+        row = {**shape_fields(shape), "best_rss_variant": b["variant"], "host_us": b["host_us"],
+               "copy_floor_us": _host(copy), "memcpy_floor_us": _host(memcpy), "limit_variant": limit and
+               limit["variant"], "limit_us": _host(limit), "ratio_to_limit": b["ratio_to_limit"], "limit_target_us":
+               target_us, "within_limit_target": None if target_us is None else b["host_us"] <= target_us,
+               "torch_compile_graph_us": _host(cg),
+               "beats_torch_compile_graph": None if _host(cg) is None else b["host_us"] < cg["host_us"],
+               "automatic_us": _host(auto), "automatic_to_best": auto_ratio,
+               "automatic_within_3pct": None if auto_ratio is None else auto_ratio <= 1.0 + AUTOMATIC_SLACK}
         best.append({
-            "rows": shape[0], "cols": shape[1], "dtype": shape[2], "best_rss_variant": b["variant"],
-            "host_us": b["host_us"], "copy_floor_us": _host(copy), "memcpy_floor_us": _host(memcpy),
-            "limit_variant": limit and limit["variant"], "limit_us": _host(limit), "ratio_to_limit": b["ratio_to_limit"],
-            "limit_target_us": target_us, "within_limit_target": checks["within_limit_target"],
-            "torch_compile_graph_us": _host(cg), "beats_torch_compile_graph": checks["beats_torch_compile_graph"],
-            "automatic_us": _host(auto), "automatic_to_best": auto_ratio,
-            "automatic_within_3pct": checks["automatic_within_3pct"],
             # True only when every target could be checked and holds (a missing peer or floor is not a pass).
-            "targets_met": all(v is True for v in checks.values()), "local_fusion_us": _host(lf),
+            **row, "targets_met": all(row[k] is True for k in TARGETS), "local_fusion_us": _host(lf),
             "best_megakernel_variant": mk and mk["variant"], "best_megakernel_us": _host(mk),
             "megakernel_speedup_over_local_fusion": _ratio(_host(lf), _host(mk))})
     return results, deltas, best, warnings
 
 
+def by_shape(rows):
+    """[(shape, its rows)] in report order."""
+    groups = defaultdict(list)
+    for r in rows:
+        groups[shape_of(r)].append(r)
+    return sorted(groups.items(), key=lambda kv: shape_order(kv[0]))
+
+
 def bar_panels(results):
     """One panel per shape: every variant but the controls, the local fusion -> megakernel annotation."""
-    panels, by_shape = [], defaultdict(list)
-    for r in results:
-        if not is_control(r["variant"]) and r["host_us"] is not None:
-            by_shape[(r["rows"], r["cols"], r["dtype"])].append(r)
-    for shape in sorted(by_shape, key=shape_order):
-        rs = by_shape[shape]
+    panels = []
+    for shape, rs in by_shape(r for r in results if not is_control(r["variant"]) and r["host_us"] is not None):
         bars = [{"variant": r["variant"], "value": r["host_us"], "whisker": [min(m), max(m)], "label": f"{r['host_us']:.1f}"}
                 for r in rs for m in [[m for m in r["host_us_sessions"] if m is not None]]]
         largest = max(max(b["value"], b["whisker"][1]) for b in bars)
@@ -253,20 +262,16 @@ def bar_panels(results):
                    "speedup": speedup, "latency_change": change,
                    "text": f"{lf['variant']} -> {mk['variant']}: {change * 100:+.1f}% latency ({speedup:.2f}x)"
                            + ("" if change < 0 else ", megakernel not faster")}
-        panels.append({"rows": shape[0], "cols": shape[1], "dtype": shape[2], "title": shape_name(shape),
-                       "axis": [0.0, axis_max], "fill": largest / axis_max,
+        panels.append({**shape_fields(shape), "title": shape_name(shape), "axis": [0.0, axis_max], "fill": largest / axis_max,
                        "range_label": f"axis 0 to {axis_max:.1f} us", "bars": bars, "annotation": ann})
     return panels
 
 
 def control_panels(deltas):
-    panels, by_shape = [], defaultdict(list)
-    for d in deltas:
-        if d["delta_us"] is not None:
-            by_shape[(d["rows"], d["cols"], d["dtype"])].append(d)
-    for shape in sorted(by_shape, key=shape_order):
+    panels = []
+    for shape, ds in by_shape(d for d in deltas if d["delta_us"] is not None):
         points = []
-        for d in by_shape[shape]:
+        for d in ds:
             meds = [m for m in d["delta_us_sessions"] if m is not None]
             pct = d["relative_to_reference"] * 100
             points.append({"control": d["control"], "value": d["delta_us"], "range": [min(meds), max(meds)],
@@ -274,8 +279,8 @@ def control_panels(deltas):
         lo = min([0.0] + [p["range"][0] for p in points])
         hi = max([0.0] + [p["range"][1] for p in points])
         span = (hi - lo) or 1.0
-        panels.append({"rows": shape[0], "cols": shape[1], "dtype": shape[2], "title": shape_name(shape),
-                       "reference": REFERENCE, "reference_host_us": by_shape[shape][0]["reference_host_us"],
+        panels.append({**shape_fields(shape), "title": shape_name(shape), "reference": REFERENCE,
+                       "reference_host_us": ds[0]["reference_host_us"],
                        "axis": [lo - 0.1 * span, hi + 0.6 * span],  # room on the right for the value labels
                        "points": points})
     return panels
@@ -408,7 +413,6 @@ def compute(records_dir):
         names = sorted(set().union(*(sources[k] for k in keys))) if keys else []
         return {"raw_files": names, "aggregates": [[k[0][0], k[0][1], k[0][2], k[1]] for k in keys]}
 
-    shape_of = lambda d: (d["rows"], d["cols"], d["dtype"])  # noqa: E731
     all_keys = [(shape_of(r), r["variant"]) for r in results]
     delta_keys = [k for d in deltas for k in ((shape_of(d), d["control"]), (shape_of(d), REFERENCE))]
     head_keys = [(shape_of(b), v) for b in best for v in
