@@ -8,12 +8,10 @@ peers JSON of bench/results/backward/). Statistics, floors and targets: docs/pro
 """
 import argparse
 import json
-import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import records  # noqa: E402
+import records
 
 RSS_BACKWARD = ("two_pass", "cluster_row", "automatic")
 RSS_SAVED = ("two_pass_saved", "cluster_row_saved", "automatic_saved")  # saved state (b): 3 N, own floor

@@ -20,10 +20,9 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fixture  # noqa: E402
-import records  # noqa: E402
-import session  # noqa: E402  (nvidia_smi)
+import fixture
+import records
+import session  # nvidia_smi
 
 EXIT_NO_TORCH = 3
 EPS = 1e-5
@@ -47,14 +46,12 @@ def import_torch():
         import torch._dynamo  # noqa: F401  (its config and _functorch's are set in run())
         import torch._functorch.config  # noqa: F401
         import torch.distributed as dist
+        why = None if torch.cuda.is_available() else "torch has no usable CUDA device"
     except ImportError as e:
-        print(f"rssbench peers: torch is not installed ({e}); these peers need torch with CUDA and an NVIDIA GPU",
-              file=sys.stderr)
-        return False
-    if not torch.cuda.is_available():
-        print("rssbench peers: torch has no usable CUDA device; these peers need torch with CUDA and an NVIDIA GPU",
-              file=sys.stderr)
-    return torch.cuda.is_available()
+        why = f"torch is not installed ({e})"
+    if why:
+        print(f"rssbench peers: {why}; these peers need torch with CUDA and an NVIDIA GPU", file=sys.stderr)
+    return not why
 
 
 def composed(x):

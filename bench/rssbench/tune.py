@@ -11,7 +11,7 @@ header to --out (or stdout).
 import argparse
 import statistics
 import sys
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 
 import records
 
@@ -25,20 +25,12 @@ class TuneError(Exception):
     """A problem with the input files or the arguments, said in one line (no traceback)."""
 
 
-class Timing:
-    """A variant's host samples on one shape: the overall median and the median of each round."""
-
-    def __init__(self, by_round):
-        self.median = statistics.median([t for samples in by_round.values() for t in samples])
-        self.round_medians = [statistics.median(samples) for samples in by_round.values()]
+Timing = namedtuple("Timing", "median round_medians")  # a variant's on one shape: of every sample, of each round
 
 
-def load(path):
-    """One pilot record file (records.load), or a TuneError that says what is wrong with it."""
-    try:
-        return records.load(path, complete=False)
-    except records.RecordError as e:
-        raise TuneError(str(e).splitlines()[0]) from e
+def timing(by_round):
+    return Timing(statistics.median([t for samples in by_round.values() for t in samples]),
+                  [statistics.median(samples) for samples in by_round.values()])
 
 
 def device_of(docs):
@@ -57,10 +49,10 @@ def device_of(docs):
 def timings(paths, docs=None):
     """{(rows, cols, dtype): {variant: Timing}} over every record of every file (each file's rounds apart)."""
     samples = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for path, doc in docs or [(path, load(path)) for path in paths]:
+    for path, doc in docs or [(path, records.load(path, complete=False)) for path in paths]:
         for r in doc["records"]:
             samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]][(path, doc["session"], r["round"])].extend(r["host_us"])
-    return {shape: {v: Timing(rounds) for v, rounds in by_variant.items()} for shape, by_variant in samples.items()}
+    return {shape: {v: timing(rounds) for v, rounds in by_variant.items()} for shape, by_variant in samples.items()}
 
 
 def parse_variant(name):
@@ -135,7 +127,7 @@ def main(argv=None):
     try:
         if not args.name.isidentifier():
             raise TuneError(f"--name {args.name!r} is not a C++ identifier")
-        docs = [(path, load(path)) for path in args.pilot]
+        docs = [(path, records.load(path, complete=False)) for path in args.pilot]
         measured_on = device_of(docs)
         if args.device is not None and args.device.strip() != measured_on:
             raise TuneError(f"--device {args.device!r} does not match the records, measured on {measured_on!r}")
@@ -151,8 +143,9 @@ def main(argv=None):
         except OSError as e:
             raise TuneError(f"{args.out}: cannot write: {e.strerror or e}") from e
         print(f"wrote {args.out}: {len(entries)} entries", file=sys.stderr)
-    except (TuneError, KeyError, TypeError) as e:
-        print(f"tune.py: error: {f'missing field {e}' if isinstance(e, KeyError) else e}", file=sys.stderr)
+    except (TuneError, records.RecordError, KeyError, TypeError) as e:  # one line, no traceback
+        print(f"tune.py: error: {f'missing field {e}' if isinstance(e, KeyError) else str(e).splitlines()[0]}",
+              file=sys.stderr)
         return 2
     return 0
 

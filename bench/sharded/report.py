@@ -60,16 +60,17 @@ def load(paths, log=None):
     return records, contexts
 
 
+def row_of(r):
+    """A record's summary row; a record that did not run (status other than ok) or has no samples: host_us None."""
+    row = {**{k: r[k] for k in ("rows", "cols", "dtype", "world", "variant")}, "host_us": None,
+           "max_rel_err": r.get("max_rel_err"), "uuids": r.get("uuids", []), "status": r.get("status", "ok"),
+           "detail": r.get("detail", "")}
+    return dict(row, **summarise(r)) if row["status"] == "ok" and r["samples_us"] else row
+
+
 def build(paths, log=None):
     records, contexts = load(paths, log)
-    rows = []
-    for r in records:
-        row = {k: r[k] for k in ("rows", "cols", "dtype", "world", "variant")}
-        row.update({"host_us": None, "max_rel_err": r.get("max_rel_err"), "uuids": r.get("uuids", []),
-                    "status": r.get("status", "ok"), "detail": r.get("detail", "")})
-        if row["status"] == "ok" and r["samples_us"]:
-            row.update(summarise(r))
-        rows.append(row)
+    rows = [row_of(r) for r in records]
     best = {}  # single_gpu: the fastest accurate candidate per shape and dtype
     for row in rows:
         err, key = row["max_rel_err"], (row["rows"], row["cols"], row["dtype"])
@@ -154,14 +155,14 @@ def main():
     p.add_argument("--log", help="sharded_bench's log of the same run: max_rel_err where a record reads 0.0")
     a = p.parse_args()
     summary, md = build(a.records, a.log)
-    out, text = Path(a.out), json.dumps(summary, indent=1) + "\n"
+    out, files = Path(a.out), {"summary.json": json.dumps(summary, indent=1) + "\n", "report.md": md}
     if a.mode == "build":
         out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(text)
-        (out / "report.md").write_text(md)
+        for name, text in files.items():
+            (out / name).write_text(text)
         print(md)
         return 0
-    ok = (out / "summary.json").read_text() == text and (out / "report.md").read_text() == md
+    ok = all((out / name).read_text() == text for name, text in files.items())
     print("sharded report: " + ("verified" if ok else "DIFFERS from what the raw records give"))
     return 0 if ok else 1
 
