@@ -580,10 +580,10 @@ def verify(records_dir, out, tree):
     problems += [f"raw file {name}: listed in provenance.json but missing from {records_dir}"
                  for name in sorted(set(listed) - {f["file"] for f in provenance["raw_files"]})]
     tree_hash = records.source_hash(tree)
-    for name, _sha, doc in records.load_dir(records_dir):
-        if doc["context"]["source_hash"] != tree_hash:
-            problems.append(f"source hash: {name} (session {doc['session']}) was measured on "
-                            f"{doc['context']['source_hash']}, the tree {tree} hashes to {tree_hash}")
+    measured_on = {s["session"]: s["source_hash"] for s in summary["sessions"]}  # one per session (collect)
+    problems += [f"source hash: {f['file']} (session {f['session']}) was measured on {measured_on[f['session']]}, "
+                 f"the tree {tree} hashes to {tree_hash}" for f in provenance["raw_files"]
+                 if measured_on[f["session"]] != tree_hash]
     if summary["protocol"]["distinct_uuids"] is False:
         uuids = ", ".join(f"session {s['session']}: {s['uuid']}" for s in summary["sessions"])
         problems.append(f"sessions on one GPU ({uuids}): the protocol needs each session on a distinct GPU")
