@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Summary of a backward bench run (bench/backward/run.sh): a row per (shape, dtype, variant), targets per shape.
 
     python3 bench/rssbench backward --rss rss_backward.json [--peers peers.json] --out summary.json [--report FILE.md]

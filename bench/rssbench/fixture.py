@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The benchmark input fixture, identical bit for bit to the C++ generator (splitmix64 of seed + index, mapped
 to [-4, 4) in float32; docs/protocol.md, "The tools in detail", spells it out).
 

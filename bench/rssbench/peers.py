@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """torch peers of rms_scaled_softmax, timed like the C++ benches: one core, the operator a parameter.
 
     python3 bench/rssbench peers [--suite forward] --session N --out FILE.json   (run by `rssbench session`)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Raw benchmark records: the one reader of Google Benchmark's JSON, the schema rss adds to it, the source hash.
 
 Schema rss-records/2, load()'s normalised form and the source hash are defined in docs/protocol.md ("The tools in

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The forward report (summary.json, results.md, provenance.json, bars.png, controls.png) from the raw records only,
 and its verification; aggregates, figures and targets: docs/protocol.md.
 

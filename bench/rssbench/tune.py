@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Writes a shipped tuning table from pilot records (rss_bench --pilot).
 
     python3 bench/rssbench tune bench/results/pilot/h200_pilot*.json --device "NVIDIA H200" \\

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Report of the sharded bench, from raw records only.
 
     python3 bench/sharded/report.py build|verify RECORDS.json... [--log BENCH.log] [--out bench/results/sharded]
