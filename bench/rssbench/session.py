@@ -134,6 +134,56 @@ def passed_on_help():
     return parser(passed_on=True).format_help().rstrip()
 
 
+def peers_unavailable(args):
+    """Why the torch peers will not run ('' when they will)."""
+    if args.peers != "auto":
+        return "peers switched off"
+    probe = subprocess.run([sys.executable, "-c", "import torch; assert torch.cuda.is_available()"],
+                           capture_output=True, text=True)
+    return "" if probe.returncode == 0 else (probe.stderr.strip().splitlines() or ["?"])[-1]
+
+
+def announce(args, label, why):
+    """What is about to run, how long it should take and where it goes (stderr)."""
+    shapes = args.shapes.split(",")
+    pairs = len(args.dtypes.split(",")) * len(shapes)
+    print("== %s: session(s) %s, %d rounds x %d samples, %d shape/dtype pairs (%s x %s), torch peers: %s"
+          % (label, " ".join(map(str, args.sessions)), args.rounds, args.iterations, pairs, len(shapes),
+             args.dtypes, "no (%s)" % why if why else "yes"), file=sys.stderr)
+    print("== estimated duration: about %s for rss_bench%s; records: %s, report: %s"
+          % (minutes(estimate_seconds(len(args.sessions), pairs, args.rounds, args.iterations)),
+             "" if why else ", plus up to %s for the torch peers" % minutes(args.peers_timeout * len(args.sessions)),
+             args.raw, args.results), file=sys.stderr, flush=True)
+
+
+def run_session(args, session, bench, gpu, env, why):
+    """One session: rss_bench, the torch peers unless why says they cannot run, then the completed context."""
+    order = "forward" if session % 2 == 1 else "reverse"  # even sessions reverse the shape order
+    print("== session %d (shape order %s%s)" % (session, order, ", on " + gpu if gpu else ""), file=sys.stderr,
+          flush=True)
+    clocks_start = nvidia_smi(CLOCKS, gpu)
+    rss_out = os.path.join(args.raw, "session%d_rss.json" % session)
+    common = ["--rounds=%d" % args.rounds, "--iterations=%d" % args.iterations, "--seed=%d" % args.seed,
+              "--fixture-seed=%d" % args.fixture_seed, "--shape-order=" + order, "--session=%d" % session]
+    bench_shapes = ",".join(s if d == "fp32" else s + ":" + d for d in args.dtypes.split(",")
+                            for s in args.shapes.split(","))
+    rc = subprocess.run([bench, *common, "--shapes=" + bench_shapes, "--out=" + rss_out], env=env).returncode
+    if rc != 0:
+        sys.exit("session: rss_bench exited %d%s" % (rc, " (no GPU?)" if rc == 2 else ""))
+    peers_note = "torch peers not measured: " + why if why else "torch peers measured"
+    if not why:
+        try:
+            rc = subprocess.run([sys.executable, HERE, "peers", *common, "--shapes=" + args.shapes, "--dtypes=" +
+                                 args.dtypes, "--out=" + os.path.join(args.raw, "session%d_torch.json" % session),
+                                 "--tree=" + TREE], timeout=args.peers_timeout, env=env).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout after %d s" % args.peers_timeout
+        if rc != 0:
+            peers_note = "torch peers failed: %s" % rc
+            print("session: " + peers_note, file=sys.stderr)
+    complete_context(rss_out, clocks_start, nvidia_smi(CLOCKS, gpu), args.fixture_seed, peers_note, args.protocol, gpu)
+
+
 def main(argv=None):
     args = parse_args(parser(), argv)
     quick = args.protocol == "quick"
@@ -144,23 +194,10 @@ def main(argv=None):
         sys.exit("session: %s not found: build it first (bash scripts/bench.sh does; or cmake -S . -B build-bench "
                  "-DRSS_BUILD_BENCH=ON && cmake --build build-bench --target rss_bench)" % bench)
     os.makedirs(args.raw, exist_ok=True)
-    shapes, dtypes = args.shapes, args.dtypes.split(",")
-    bench_shapes = ",".join(s if d == "fp32" else s + ":" + d for d in dtypes for s in shapes.split(","))
-    why = "peers switched off"
-    if args.peers == "auto":
-        probe = subprocess.run([sys.executable, "-c", "import torch; assert torch.cuda.is_available()"],
-                               capture_output=True, text=True)
-        why = "" if probe.returncode == 0 else (probe.stderr.strip().splitlines() or ["?"])[-1]
-    pairs = len(dtypes) * len(shapes.split(","))
+    why = peers_unavailable(args)
     label = "QUICK protocol (a first look, not the committed protocol: bash scripts/bench.sh --full)" if quick \
         else "FULL protocol (docs/protocol.md)"
-    print("== %s: session(s) %s, %d rounds x %d samples, %d shape/dtype pairs (%s x %s), torch peers: %s"
-          % (label, " ".join(map(str, args.sessions)), args.rounds, args.iterations, pairs, len(shapes.split(",")),
-             args.dtypes, "no (%s)" % why if why else "yes"), file=sys.stderr)
-    print("== estimated duration: about %s for rss_bench%s; records: %s, report: %s"
-          % (minutes(estimate_seconds(len(args.sessions), pairs, args.rounds, args.iterations)),
-             "" if why else ", plus up to %s for the torch peers" % minutes(args.peers_timeout * len(args.sessions)),
-             args.raw, args.results), file=sys.stderr, flush=True)
+    announce(args, label, why)
     pinned = os.environ.get("CUDA_VISIBLE_DEVICES")
     gpus = session_gpus(args.sessions, [] if pinned is not None else [
         d["uuid"] for d in nvidia_smi(["uuid"], every=True) if d["uuid"].startswith("GPU-")], pinned)
@@ -168,36 +205,15 @@ def main(argv=None):
         print("== warning: one GPU for %d sessions; the protocol wants each on its own GPU (report.py verify fails "
               "otherwise): run the next session on another GPU with --sessions N" % len(args.sessions), file=sys.stderr)
     for session in args.sessions:
-        order, gpu = "forward" if session % 2 == 1 else "reverse", gpus[session]
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu and pinned is None else None
-        print("== session %d (shape order %s%s)" % (session, order, ", on " + gpu if gpu else ""), file=sys.stderr,
-              flush=True)
-        clocks_start = nvidia_smi(CLOCKS, gpu)
-        rss_out = os.path.join(args.raw, "session%d_rss.json" % session)
-        common = ["--rounds=%d" % args.rounds, "--iterations=%d" % args.iterations, "--seed=%d" % args.seed,
-                  "--fixture-seed=%d" % args.fixture_seed, "--shape-order=" + order, "--session=%d" % session]
-        rc = subprocess.run([bench, *common, "--shapes=" + bench_shapes, "--out=" + rss_out], env=env).returncode
-        if rc != 0:
-            sys.exit("session: rss_bench exited %d%s" % (rc, " (no GPU?)" if rc == 2 else ""))
-        peers_note = "torch peers not measured: " + why if why else "torch peers measured"
-        if not why:
-            try:
-                rc = subprocess.run([sys.executable, HERE, "peers", *common, "--shapes=" + shapes, "--dtypes=" +
-                                     args.dtypes, "--out=" + os.path.join(args.raw, "session%d_torch.json" % session),
-                                     "--tree=" + TREE], timeout=args.peers_timeout, env=env).returncode
-            except subprocess.TimeoutExpired:
-                rc = "timeout after %d s" % args.peers_timeout
-            if rc != 0:
-                peers_note = "torch peers failed: %s" % rc
-                print("session: " + peers_note, file=sys.stderr)
-        complete_context(rss_out, clocks_start, nvidia_smi(CLOCKS, gpu), args.fixture_seed, peers_note, args.protocol, gpu)
+        gpu = gpus[session]
+        run_session(args, session, bench, gpu, dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu and pinned is None
+                    else None, why)
     if args.no_report:
         return 0
     rc = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw, "--out", args.results]).returncode
     if rc == 0:
         print("== %s done: %s" % (label, os.path.join(args.results, "results.md")), file=sys.stderr)
     return rc
-
 
 if __name__ == "__main__":
     sys.exit(main())
