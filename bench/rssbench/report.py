@@ -19,7 +19,8 @@ import records  # a sibling: a script's folder is on sys.path
 TREE = records.TREE
 KNOWN_VARIANTS = list(records.KNOWN_VARIANTS)
 FLOORS = records.FLOORS
-REFERENCE, LOCAL_FUSION, COMPILE_GRAPH, AUTOMATIC = "megakernel_grid", "local_fusion", "torch_compile_graph", "automatic"
+REFERENCE, LOCAL_FUSION, AUTOMATIC = "megakernel_grid", "local_fusion", "automatic"
+COMPILE_GRAPH = "torch_compile_graph"
 TARGET_RATIO = 1.15       # best strategy within 1.15x of the limit ...
 LATENCY_BOUND_US = 20.0   # ... where the limit is at least this; below it (launch-latency bound) ...
 LATENCY_SLACK_US = 3.0    # ... within the limit plus this
@@ -166,14 +167,12 @@ def aggregate(sessions, rounds):
     """The summary's results list, retention deltas and best-per-shape rows, and warnings."""
     import numpy as np
     sids = [s["session"] for s in sessions]
-    warnings, results, host_rv = [], [], {}  # host_rv: (session, shape, variant) -> {round: value}, for deltas
+    warnings, results = [], []
+    host_rv = lambda s, shape, v: round_values(rounds.get((s, shape, v), {}), "host_us")  # noqa: E731
     for shape, variant in sorted({k[1:] for k in rounds}, key=lambda k: (shape_order(k[0]), variant_order(k[1]))):
-        stats, dev = [], []
-        for s in sids:
-            recs = rounds.get((s, shape, variant), {})
-            host_rv[(s, shape, variant)] = round_values(recs, "host_us")
-            stats.append(session_stats(host_rv[(s, shape, variant)]))
-            dev.append(session_stats(round_values(recs, "device_us")))
+        recs = [rounds.get((s, shape, variant), {}) for s in sids]
+        stats = [session_stats(round_values(r, "host_us")) for r in recs]
+        dev = [session_stats(round_values(r, "device_us")) for r in recs]
         label = f"{shape_name(shape)} {variant}"
         missing = [s for s, st in zip(sids, stats) if st is None]
         if missing:
@@ -183,8 +182,7 @@ def aggregate(sessions, rounds):
             "rows": shape[0], "cols": shape[1], "dtype": shape[2], "variant": variant, "host_us": _mean(medians),
             "host_us_sessions": medians, "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
             "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": _mean(dev_medians),
-            "device_us_sessions": dev_medians, **metadata(
-                [rec for s in sids for rec in rounds.get((s, shape, variant), {}).values()], warnings, label)})
+            "device_us_sessions": dev_medians, **metadata([rec for r in recs for rec in r.values()], warnings, label)})
     by_key = {(shape_of(r), r["variant"]): r for r in results}
     shapes = sorted({k[0] for k in by_key}, key=shape_order)
 
@@ -194,16 +192,17 @@ def aggregate(sessions, rounds):
 
     limits = {shape: fastest_of(shape, lambda v: v in FLOORS) for shape in shapes}
     for r in results:
-        fastest = fastest_of(shape_of(r), is_peer)
+        peer = fastest_of(shape_of(r), is_peer)
         r.update(ratio_to_limit=_ratio(r["host_us"], _host(limits[shape_of(r)])),
-                 ratio_to_fastest_peer=_ratio(r["host_us"], _host(fastest)), fastest_peer=fastest and fastest["variant"])
+                 ratio_to_fastest_peer=_ratio(r["host_us"], _host(peer)), fastest_peer=peer and peer["variant"])
     deltas, best = [], []
     for shape in shapes:
         ref = by_key.get((shape, REFERENCE))
-        for control in sorted((v for sh, v in by_key if sh == shape and is_control(v)), key=variant_order) if ref else []:
+        controls = sorted((v for sh, v in by_key if sh == shape and is_control(v)), key=variant_order) if ref else []
+        for control in controls:
             per_session, pairs = [], []
             for s in sids:
-                c, m = host_rv[(s, shape, control)], host_rv[(s, shape, REFERENCE)]
+                c, m = host_rv(s, shape, control), host_rv(s, shape, REFERENCE)
                 paired = [c[r] - m[r] for r in sorted(set(c) & set(m))]
                 per_session.append(float(np.median(paired)) if paired else None)
                 pairs.append(len(paired))
@@ -247,7 +246,8 @@ def bar_panels(results):
     """One panel per shape: every variant but the controls, the local fusion -> megakernel annotation."""
     panels = []
     for shape, rs in by_shape(r for r in results if not is_control(r["variant"]) and r["host_us"] is not None):
-        bars = [{"variant": r["variant"], "value": r["host_us"], "whisker": [min(m), max(m)], "label": f"{r['host_us']:.1f}"}
+        bars = [{"variant": r["variant"], "value": r["host_us"], "whisker": [min(m), max(m)],
+                 "label": f"{r['host_us']:.1f}"}
                 for r in rs for m in [[m for m in r["host_us_sessions"] if m is not None]]]
         largest = max(max(b["value"], b["whisker"][1]) for b in bars)
         axis_max = largest / AXIS_FILL
@@ -261,8 +261,8 @@ def bar_panels(results):
                    "speedup": speedup, "latency_change": change,
                    "text": f"{lf['variant']} -> {mk['variant']}: {change * 100:+.1f}% latency ({speedup:.2f}x)"
                            + ("" if change < 0 else ", megakernel not faster")}
-        panels.append({**shape_fields(shape), "title": shape_name(shape), "axis": [0.0, axis_max], "fill": largest / axis_max,
-                       "range_label": f"axis 0 to {axis_max:.1f} us", "bars": bars, "annotation": ann})
+        panels.append({**shape_fields(shape), "title": shape_name(shape), "axis": [0.0, axis_max], "fill": largest /
+                       axis_max, "range_label": f"axis 0 to {axis_max:.1f} us", "bars": bars, "annotation": ann})
     return panels
 
 
@@ -303,8 +303,7 @@ def table(header, rows):
 
 
 def render_markdown(summary):
-    sessions, results, deltas, best = (summary[k] for k in ("sessions", "results", "retention_deltas",
-                                                            "best_per_shape"))
+    sessions, deltas, best = summary["sessions"], summary["retention_deltas"], summary["best_per_shape"]
     n = len(sessions)
     out = ["# rms_scaled_softmax benchmark results", "",
            "Generated by `python3 bench/rssbench report build` from the raw records alone; `report verify` re-renders "
@@ -388,9 +387,10 @@ def render_markdown(summary):
          + [c for m, q, k in zip(r["host_us_sessions"], r["p10_p90_sessions"], r["rounds_sessions"])
             for c in (fmt(m), f"{fmt(q[0])}-{fmt(q[1])}" if q else "n/a", k)]
          + [fmt(r["device_us"]), fmt_count(r["kernels"]), fmt_count(r["launches"]), yes_no(r["cooperative"]),
-            fmt_count(r["active_blocks_per_sm"]), "?" if r["logical_bytes"] < 0 else f"{r['logical_bytes'] / 2**20:.2f}",
+            fmt_count(r["active_blocks_per_sm"]),
+            "?" if r["logical_bytes"] < 0 else f"{r['logical_bytes'] / 2**20:.2f}",
             r["evicted_tiles"], "n/a" if r["max_rel_err"] is None else f"{r['max_rel_err']:.2e}",
-            fmt(r["ratio_to_limit"], 3, "x"), fmt(r["ratio_to_fastest_peer"], 3, "x")] for r in results])
+            fmt(r["ratio_to_limit"], 3, "x"), fmt(r["ratio_to_fastest_peer"], 3, "x")] for r in summary["results"]])
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"
@@ -401,9 +401,7 @@ def compute(records_dir):
     files = records.load_dir(records_dir)
     sessions, rounds, sources = collect(files)
     results, deltas, best, warnings = aggregate(sessions, rounds)
-    summary = {"sessions": [{k: s[k] for k in ("session", "gpu", "uuid", "source_hash", "driver", "toolkit", "sm_count",
-                                               "fixture_hash", "fixture_seed", "producers")} for s in sessions],
-               "protocol": protocol_checks(files, sessions),
+    summary = {"sessions": sessions, "protocol": protocol_checks(files, sessions),
                "results": results, "retention_deltas": deltas, "best_per_shape": best, "warnings": warnings}
 
     def used(keys):
@@ -543,33 +541,24 @@ def compare(committed, fresh, path, problems):
 
 
 def verify(records_dir, out, tree):
-    problems = []
-    try:
-        summary, markdown, provenance = compute(records_dir)
-    except records.RecordError as e:
-        print(f"FAIL: raw records: {e}")
-        return 1
-
-    def committed(name, parse):
+    summary, markdown, provenance = compute(records_dir)
+    problems, old = [], {}
+    for name, fresh in (("summary.json", summary), ("provenance.json", provenance), ("results.md", markdown)):
         try:
             with open(os.path.join(out, name), encoding="utf-8") as f:
-                return parse(f.read())
+                old[name] = f.read() if name == "results.md" else json.load(f)
         except (OSError, ValueError) as e:
             problems.append(f"{name}: cannot read the committed file: {e}")
-            return None
-
-    for name, fresh in (("summary.json", summary), ("provenance.json", provenance)):
-        old = committed(name, json.loads)
-        if old is not None:
-            compare(old, fresh, name, problems)
-    old_md = committed("results.md", lambda t: t)
-    if old_md is not None and old_md != markdown:
-        diff = list(difflib.unified_diff(old_md.splitlines(), markdown.splitlines(), "results.md (committed)",
-                                         "results.md (re-rendered)", lineterm="", n=0))
-        problems.append("results.md differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
-    problems += [f"{name}: missing" for name in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, name))]
+            continue
+        if name != "results.md":
+            compare(old[name], fresh, name, problems)
+        elif old[name] != fresh:
+            diff = list(difflib.unified_diff(old[name].splitlines(), fresh.splitlines(), "results.md (committed)",
+                                             "results.md (re-rendered)", lineterm="", n=0))
+            problems.append("results.md differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
+    problems += [f"{n}: missing" for n in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, n))]
     # The raw files must be the ones provenance names (the recomputation already used the files on disk).
-    listed = {f.get("file"): f.get("sha256") for f in (committed("provenance.json", json.loads) or {}).get("raw_files", [])}
+    listed = {f.get("file"): f.get("sha256") for f in old.get("provenance.json", {}).get("raw_files", [])}
     for f in provenance["raw_files"]:
         if f["file"] not in listed:
             problems.append(f"raw file {f['file']}: not listed in provenance.json")
@@ -605,25 +594,23 @@ def main(argv=None):
         "committed one. Protocol and targets: docs/protocol.md.",
         epilog="Defaults are relative to the repository holding this script, not to the current directory.")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{build,verify}")
-    helps = {"build": "aggregate the raw records into summary.json, results.md, provenance.json, bars.png and "
-                      "controls.png under --out",
-             "verify": "recompute everything from the raw records and compare it with the files under --out; check "
-                       "the raw files' sha256, the source hash against --tree and that the sessions ran on distinct "
-                       "GPUs; exit 1 on any mismatch"}
-    for cmd in ("build", "verify"):
-        p = sub.add_parser(cmd, help=helps[cmd], description=helps[cmd])
+    for cmd, what in (("build", "aggregate the raw records into summary.json, results.md, provenance.json, bars.png "
+                                "and controls.png under --out"),
+                      ("verify", "recompute everything from the raw records and compare it with the files under "
+                                 "--out; check the raw files' sha256, the source hash against --tree and that the "
+                                 "sessions ran on distinct GPUs; exit 1 on any mismatch")):
+        p = sub.add_parser(cmd, help=what, description=what)
         p.add_argument("--records", default=os.path.join(TREE, "bench", "results", "raw"),
                        help="folder of raw record files (*.json; default: bench/results/raw)")
         p.add_argument("--out", default=os.path.join(TREE, "bench", "results"),
                        help="folder of the report files (default: bench/results)")
-        if cmd == "verify":
-            p.add_argument("--tree", default=TREE, help="repository whose include/ and bench/ the records' source "
-                           "hash must match (default: this repository)")
+    p.add_argument("--tree", default=TREE, help="repository whose include/ and bench/ the records' source hash must "
+                   "match (default: this repository)")  # p: verify's
     args = ap.parse_args(argv)
     try:
         return build(args.records, args.out) if args.cmd == "build" else verify(args.records, args.out, args.tree)
-    except records.RecordError as e:
-        print(f"FAIL: raw records: {e}", file=sys.stderr)
+    except records.RecordError as e:  # build: exit 2 (stderr); verify: a failed verification, exit 1 (stdout)
+        print(f"FAIL: raw records: {e}", file=sys.stderr if args.cmd == "build" else sys.stdout)
         return 2 if args.cmd == "build" else 1
 
 
