@@ -2,7 +2,7 @@
 """Before/after summary of bench/ab/run.sh: per benchmark, each tree's median and spread, and new / old
 ("within noise" when |new / old - 1| is at most the larger spread, at least 1%; docs/protocol.md).
 
-    python3 bench/rssbench ab OUT_DIR [--markdown FILE]
+    python3 bench/rssbench ab OUT_DIR
 """
 import argparse
 import glob
@@ -26,7 +26,8 @@ def times(out_dir, suite, tree):
             continue
         for _, run, error in records.iteration_runs(doc):
             if error is None:
-                result.setdefault(run["name"], []).append(run["real_time"] * records.UNIT_US[run.get("time_unit", "ns")])
+                us = run["real_time"] * records.UNIT_US[run.get("time_unit", "ns")]
+                result.setdefault(run["name"], []).append(us)
     return result
 
 
@@ -34,7 +35,6 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="rssbench ab", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
-    ap.add_argument("--markdown", help="also write the table here")
     args = ap.parse_args(argv)
     lines = ["| benchmark | old median us (spread) | new median us (spread) | new / old | verdict |", "|---" * 5 + "|"]
     ratios, slower = [], 0
@@ -47,18 +47,15 @@ def main(argv=None):
             verdict = "within noise" if abs(ratio - 1) <= max(so, sn, 0.01) else ("faster" if ratio < 1 else "SLOWER")
             slower += verdict == "SLOWER"
             ratios.append(ratio)
-            lines.append(f"| {name} | {o:.2f} ({100 * so:.1f}%) | {n:.2f} ({100 * sn:.1f}%) | {ratio:.3f} | {verdict} |")
-        for name in sorted(set(old) ^ set(new)):
-            lines.append(f"| {name} | {'-' if name not in old else 'only old'} | {'-' if name not in new else 'only new'} | | |")
+            lines.append(f"| {name} | {o:.2f} ({so:.1%}) | {n:.2f} ({sn:.1%}) | {ratio:.3f} | {verdict} |")
+        lines += [f"| {name} | {'only old' if name in old else '-'} | {'only new' if name in new else '-'} | | |"
+                  for name in sorted(set(old) ^ set(new))]
     if not ratios:
         print("no benchmark measured in both trees", file=sys.stderr)
         return 1
     lines += ["", f"{len(ratios)} benchmarks in both trees; geometric mean new / old "
                   f"{statistics.geometric_mean(ratios):.3f}; slower beyond noise: {slower}"]
     print("\n".join(lines))
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write("\n".join(lines) + "\n")
     return 0
 
 

@@ -26,8 +26,8 @@ import session  # nvidia_smi
 EXIT_NO_TORCH = 3
 EPS = 1e-5
 TOLERANCE = {"fp32": 1e-5, "bf16": 1e-2, "fp16": 1e-2}
-BACKWARD = tuple(f"{impl}_{op}{graph}" for op in ("bwd", "fwdbwd") for impl in ("torch_eager", "torch_compile", "rss_op")
-                 for graph in ("", "_graph") if (impl, op, graph) != ("torch_eager", "fwdbwd", "_graph"))
+BACKWARD = tuple(f"{impl}_{op}{graph}" for op in ("bwd", "fwdbwd") for impl in ("torch_eager", "torch_compile",
+                 "rss_op") for graph in ("", "_graph") if (impl, op, graph) != ("torch_eager", "fwdbwd", "_graph"))
 SUITES = {  # producer, variants, defaults of --shapes --dtypes --rounds --iterations --warmup
     "forward": ("torch_peers", records.PEERS, "1x131072,8x131072,64x131072", "fp32", 10, 50, 3),
     "backward": ("backward_torch_peers", BACKWARD, "32x128256,4096x4096,16384x8192,4096x32768,1x131072,64x131072",
@@ -240,8 +240,6 @@ def measure(suite, args, variants, work, write):
             order = [v for v in variants if v not in failed]
             random.Random(f"{args.suite}/{args.seed}/{args.session}/{rows}x{cols}/{dtype}/{rnd}").shuffle(order)
             for position, variant in enumerate(order):
-                if args.trace:
-                    say(f"  round {rnd}: {variant}")
                 try:
                     call = result = suite.builder(variant.removesuffix("_graph"))()
                     graph = None
@@ -363,7 +361,6 @@ def main(argv=None):
     add("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
     add("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
     add("--tree", default=records.TREE, help="tree whose include/ and bench/ are hashed into the records")
-    add("--trace", action="store_true", help="print each variant as it starts (to find a failing one)")
     args = ap.parse_args(argv)
     _, known, *defaults = SUITES[args.suite]
     for key, value in zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults):

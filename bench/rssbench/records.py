@@ -46,24 +46,17 @@ class RecordError(ValueError):
     """A raw record file that does not follow the schema; the message names the file and the field."""
 
 
-def hashed_files(tree):
-    """Tree-relative POSIX paths that enter the source hash, in hashing order."""
+def source_hash(tree="."):
+    """sha256 over the files of include/ and bench/ that produce measurements (docs/protocol.md)."""
     paths = []
     for top in ("include", "bench"):
         for dirpath, dirnames, filenames in os.walk(os.path.join(tree, top)):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            for name in filenames:
-                full = os.path.join(dirpath, name)
-                rel = os.path.relpath(full, tree).replace(os.sep, "/")
-                if not (name.endswith((".pyc", ".md")) or rel.startswith(EXCLUDED_PREFIXES) or not os.path.isfile(full)):
-                    paths.append(rel)
-    return sorted(paths)
-
-
-def source_hash(tree="."):
+            full = [os.path.join(dirpath, name) for name in filenames if not name.endswith((".pyc", ".md"))]
+            paths += [(os.path.relpath(f, tree).replace(os.sep, "/"), f) for f in full if os.path.isfile(f)]
     h = hashlib.sha256()
-    for rel in hashed_files(tree):
-        with open(os.path.join(tree, rel), "rb") as f:
+    for rel, full in sorted(p for p in paths if not p[0].startswith(EXCLUDED_PREFIXES)):
+        with open(full, "rb") as f:
             data = f.read()
         h.update(rel.encode("utf-8") + b"\0" + str(len(data)).encode("ascii") + b"\0" + data)
     return h.hexdigest()
@@ -88,7 +81,8 @@ def parse_name(name, where="name"):
             out["dtype"] = p
         elif p not in SUITES or rest:
             rest.append(p)
-    _require(out["rows"] is not None and len(rest) == 1, where, f"benchmark name {name!r} is not SHAPE/[roundR/]VARIANT")
+    _require(out["rows"] is not None and len(rest) == 1, where,
+             f"benchmark name {name!r} is not SHAPE/[roundR/]VARIANT")
     out["variant"] = rest[0]
     return out
 
@@ -157,13 +151,13 @@ def normalize(doc, where="records", complete=True):
         _require(key in ctx and (isinstance(ctx[key], dict) or str(ctx[key]) != "" or not complete), where,
                  f"context lacks '{key}'")
     ints = {k: _integer(ctx[k], f"{where}: context", k) for k in INTEGERS if k in ctx}
-    _require(ints.get("session", 0) >= 1 and ints.get("sm_count", 0) >= 1, where, "context needs session, sm_count >= 1")
-    _require(ints.get("rounds", 0) >= 1 and ints.get("iterations", 0) >= 1 and "seed" in ints, where,
-             "context needs rounds, iterations >= 1 and seed")
+    _require(min(ints.get(k, 0) for k in ("session", "sm_count", "rounds", "iterations")) >= 1 and "seed" in ints,
+             where, "context needs session, sm_count, rounds, iterations >= 1 and seed")
     _require(ctx.get("shape_order") in SHAPE_ORDERS, where, "context.shape_order must be 'forward' or 'reverse'")
     context = {k: ctx.get(k, "") for k in ("gpu", "uuid", "driver", "toolkit", "source_hash")}
-    context.update(sm_count=ints["sm_count"], clocks_start=ctx.get("clocks_start", {}), clocks_end=ctx.get("clocks_end", {}),
-                   config={k: ints.get(k, v) for k, v in ctx.items() if k not in IDENTITY and k not in GB_CONTEXT},
+    context.update(sm_count=ints["sm_count"], clocks_start=ctx.get("clocks_start", {}),
+                   clocks_end=ctx.get("clocks_end", {}),
+                   config={k: ints.get(k, v) for k, v in ctx.items() if k not in IDENTITY | GB_CONTEXT},
                    fixture={"seed": ints.get("fixture_seed"), "generator": ctx.get("fixture_generator", ""),
                             "hash": ctx.get("fixture_hash", "")})
     out = {"schema": SCHEMA, "producer": ctx["producer"], "suite": ctx.get("suite", "forward"),
@@ -236,14 +230,11 @@ def normalize_uuid(uuid):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="rssbench records", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("source-hash", help="print the source hash of include/ and bench/")
-    p.add_argument("--tree", default=".")
-    p.add_argument("--list", action="store_true", help="also list the hashed files (stderr)")
+    sub.add_parser("source-hash", help="print the source hash of include/ and bench/ (docs/protocol.md)").add_argument(
+        "--tree", default=".")
     sub.add_parser("validate", help="validate raw record files").add_argument("files", nargs="+")
     args = ap.parse_args(argv)
     if args.cmd == "source-hash":
-        if args.list:
-            print("\n".join(hashed_files(args.tree)), file=sys.stderr)
         print(source_hash(args.tree))
         return 0
     bad = 0
