@@ -62,14 +62,15 @@ def rows_of(rounds, source):
 
 def best_per_shape(rows):
     by = {(r["rows"], r["cols"], r["dtype"], r["variant"]): r for r in rows if "host_us" in r}
-    for r in rows:
-        floor = by.get((r["rows"], r["cols"], r["dtype"], "floor_saved" if r["variant"].endswith("_saved") else "floor"))
-        if floor and "host_us" in r:
-            r["ratio_to_floor"] = r["host_us"] / floor["host_us"]
 
     def us(shape, variant):
         r = by.get(shape + (variant,))
         return r["host_us"] if r else None
+
+    for key, r in by.items():
+        floor = us(key[:3], "floor_saved" if r["variant"].endswith("_saved") else "floor")
+        if floor:
+            r["ratio_to_floor"] = r["host_us"] / floor
 
     best = []
     for shape in sorted({(r["rows"], r["cols"], r["dtype"]) for r in rows}):
@@ -123,8 +124,9 @@ def markdown(doc):
              "`peers.json` (`python3 bench/rssbench peers --suite backward`: torch autograd, same statistic). Do not "
              "edit by hand.", "",
              f"- rss records: {rc.get('date', '?')}, {rc.get('executable', '?')}",
-             f"- peers: {pc.get('gpu', '?')}, torch {pc.get('torch', '?')}, CUDA {pc.get('cuda', pc.get('toolkit', '?'))}, "
-             f"{pc.get('rounds', '?')} rounds x {pc.get('iterations', '?')} samples", "",
+             f"- peers: {pc.get('gpu', '?')}, torch {pc.get('torch', '?')}, "
+             f"CUDA {pc.get('cuda', pc.get('toolkit', '?'))}, {pc.get('rounds', '?')} rounds x "
+             f"{pc.get('iterations', '?')} samples", "",
              "Targets: the best rss backward strategy faster than torch.compile's backward with CUDA Graph replay, "
              "and within 1.25x of its floor where that floor is at least 20 us (reading y, saved state (a): x, y, dy "
              "read, dx written, 4 N; from saved row statistics, saved state (b), the `_saved` variants: x, dy read, "
@@ -158,8 +160,8 @@ def markdown(doc):
         lines.append(f"{head} {r['host_us']:.1f} | {spread} | {fmt(r.get('ratio_to_floor'), '.2f')} "
                      f"| {fmt(r.get('max_rel_err'), '.2e')} |")
     if doc["peer_failures"]:
-        lines += ["", "## Peer failures", ""]
-        lines += [f"- {f['rows']} x {f['cols']} {f['dtype']} {f['variant']}: {f['error']}" for f in doc["peer_failures"]]
+        lines += ["", "## Peer failures", ""] + [
+            f"- {f['rows']} x {f['cols']} {f['dtype']} {f['variant']}: {f['error']}" for f in doc["peer_failures"]]
     return "\n".join(lines) + "\n"
 
 

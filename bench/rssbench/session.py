@@ -187,8 +187,8 @@ def run_session(args, session, bench, gpu, env, why):
 def main(argv=None):
     args = parse_args(parser(), argv)
     quick = args.protocol == "quick"
-    args.raw = args.raw or (os.path.join(args.build, "quick", "raw") if quick else os.path.join(TREE, "bench", "results", "raw"))
-    args.results = args.results or (os.path.join(args.build, "quick") if quick else os.path.join(TREE, "bench", "results"))
+    results = os.path.join(args.build, "quick") if quick else os.path.join(TREE, "bench", "results")
+    args.results, args.raw = args.results or results, args.raw or os.path.join(results, "raw")
     bench = os.path.join(args.build, "bench", "rss_bench")
     if not os.path.exists(bench):
         sys.exit("session: %s not found: build it first (bash scripts/bench.sh does; or cmake -S . -B build-bench "
@@ -210,10 +210,12 @@ def main(argv=None):
                     else None, why)
     if args.no_report:
         return 0
-    rc = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw, "--out", args.results]).returncode
+    rc = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw, "--out", args.results]
+                        ).returncode
     if rc == 0:
         print("== %s done: %s" % (label, os.path.join(args.results, "results.md")), file=sys.stderr)
     return rc
+
 
 if __name__ == "__main__":
     sys.exit(main())

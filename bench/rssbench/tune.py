@@ -50,7 +50,8 @@ def timings(paths, docs=None):
     samples = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for path, doc in docs or [(path, records.load(path, complete=False)) for path in paths]:
         for r in doc["records"]:
-            samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]][(path, doc["session"], r["round"])].extend(r["host_us"])
+            by_round = samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]]
+            by_round[(path, doc["session"], r["round"])].extend(r["host_us"])
     return {shape: {v: timing(rounds) for v, rounds in by_variant.items()} for shape, by_variant in samples.items()}
 
 
@@ -136,13 +137,10 @@ def main(argv=None):
         if not args.out:
             sys.stdout.write(text)
             return 0
-        try:
-            with open(args.out, "w") as f:
-                f.write(text)
-        except OSError as e:
-            raise TuneError(f"{args.out}: cannot write: {e.strerror or e}") from e
+        with open(args.out, "w") as f:
+            f.write(text)
         print(f"wrote {args.out}: {len(entries)} entries", file=sys.stderr)
-    except (TuneError, records.RecordError, KeyError, TypeError) as e:  # one line, no traceback
+    except (TuneError, records.RecordError, OSError, KeyError, TypeError) as e:  # one line, no traceback
         print(f"tune.py: error: {f'missing field {e}' if isinstance(e, KeyError) else str(e).splitlines()[0]}",
               file=sys.stderr)
         return 2
