@@ -135,8 +135,6 @@ def record_of(run, where):
               "logical_bytes": _integer(run.get("logical_bytes", -1), where, "logical_bytes"),
               "evicted_tiles": _integer(run.get("evicted_tiles", 0), where, "evicted_tiles"),
               "max_rel_err": _number(run.get("max_rel_err"))})
-    r.update({k: run[k] for k in ("label", "cluster_size", "blocks_per_sm", "detail", "world", "host_p10_us",
-                                  "host_p90_us") if k in run})
     return r
 
 

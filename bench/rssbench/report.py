@@ -179,8 +179,8 @@ def aggregate(sessions, rounds):
             warnings.append(f"{label}: no records in session(s) {missing}")
         medians, dev_medians = [st and st["median"] for st in stats], [d and d["median"] for d in dev]
         results.append({
-            "rows": shape[0], "cols": shape[1], "dtype": shape[2], "variant": variant, "host_us": _mean(medians),
-            "host_us_sessions": medians, "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
+            **shape_fields(shape), "variant": variant, "host_us": _mean(medians), "host_us_sessions": medians,
+            "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
             "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": _mean(dev_medians),
             "device_us_sessions": dev_medians, **metadata([rec for r in recs for rec in r.values()], warnings, label)})
     by_key = {(shape_of(r), r["variant"]): r for r in results}
@@ -200,16 +200,13 @@ def aggregate(sessions, rounds):
         ref = by_key.get((shape, REFERENCE))
         controls = sorted((v for sh, v in by_key if sh == shape and is_control(v)), key=variant_order) if ref else []
         for control in controls:
-            per_session, pairs = [], []
-            for s in sids:
-                c, m = host_rv(s, shape, control), host_rv(s, shape, REFERENCE)
-                paired = [c[r] - m[r] for r in sorted(set(c) & set(m))]
-                per_session.append(float(np.median(paired)) if paired else None)
-                pairs.append(len(paired))
+            paired = [[c[r] - m[r] for r in sorted(set(c) & set(m))] for s in sids  # by round, per session
+                      for c, m in [(host_rv(s, shape, control), host_rv(s, shape, REFERENCE))]]
+            per_session = [float(np.median(p)) if p else None for p in paired]
             delta = _mean(per_session)
             deltas.append({**shape_fields(shape), "control": control, "reference": REFERENCE, "delta_us": delta,
-                           "delta_us_sessions": per_session, "pairs_sessions": pairs, "reference_host_us":
-                           ref["host_us"], "relative_to_reference": _ratio(delta, ref["host_us"])})
+                           "delta_us_sessions": per_session, "pairs_sessions": [len(p) for p in paired],
+                           "reference_host_us": ref["host_us"], "relative_to_reference": _ratio(delta, ref["host_us"])})
         b = fastest_of(shape, is_strategy)
         if not b:
             continue
