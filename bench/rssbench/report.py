@@ -1,9 +1,4 @@
-"""The forward report (summary.json, results.md, provenance.json, bars.png, controls.png) from the raw records only,
-and its verification; aggregates, figures and targets: docs/protocol.md.
-
-    python3 bench/rssbench report build     (defaults: --records bench/results/raw --out bench/results)
-    python3 bench/rssbench report verify    (the same, and --tree: the repository holding this script)
-"""
+"""The forward report (bench/results/) from the raw records only, and its verification (docs/protocol.md)."""
 import argparse
 import difflib
 import json
@@ -11,16 +6,16 @@ import math
 import os
 import sys
 from collections import Counter, defaultdict
+from itertools import groupby
 
-import records  # a sibling: a script's folder is on sys.path
+import records  # a sibling: the package's folder is on sys.path
 
 # numpy and matplotlib are imported where they are used: --help works before the Python dependencies are installed.
 
 TREE = records.TREE
 KNOWN_VARIANTS = list(records.KNOWN_VARIANTS)
 FLOORS = records.FLOORS
-REFERENCE, LOCAL_FUSION, AUTOMATIC = "megakernel_grid", "local_fusion", "automatic"
-COMPILE_GRAPH = "torch_compile_graph"
+REFERENCE, LOCAL_FUSION, AUTOMATIC, COMPILE_GRAPH = "megakernel_grid", "local_fusion", "automatic", "torch_compile_graph"
 TARGET_RATIO = 1.15       # best strategy within 1.15x of the limit ...
 LATENCY_BOUND_US = 20.0   # ... where the limit is at least this; below it (launch-latency bound) ...
 LATENCY_SLACK_US = 3.0    # ... within the limit plus this
@@ -30,24 +25,28 @@ NOTICE = "Each panel has its own axis: do not compare bar lengths across shapes"
 CONTROLS_NOTICE = "Each panel has its own axis: compare controls within a shape only"
 WHISKER_NOTE = "Bars: mean of the session medians. Whiskers: span of the session medians (not confidence intervals)."
 AXIS_FILL = 0.8  # the largest plotted value fills 80% of its panel's axis (the protocol asks for at least 75%)
-TARGETS = ("within_limit_target", "beats_torch_compile_graph", "automatic_within_3pct")  # best_per_shape's
+# best_per_shape's targets: what results.md says of a miss (formatted with the row), and of a target not checked.
+TARGETS = {
+    "within_limit_target": ("best strategy {best_rss_variant} takes {host_us:.2f} us, {ratio_to_limit:.3f}x the limit "
+                            "({limit_variant} {limit_us:.2f} us); target {limit_target_us:.2f} us",
+                            "limit (no copy_floor or memcpy_floor records)"),
+    "beats_torch_compile_graph": ("not faster than torch.compile with CUDA Graph replay ({host_us:.2f} vs "
+                                  "{torch_compile_graph_us:.2f} us)", "torch.compile with CUDA Graph replay (no records)"),
+    "automatic_within_3pct": ("automatic is {automatic_to_best:.3f}x the best strategy", "automatic (no records)")}
 OUTPUTS = ("summary.json", "results.md", "provenance.json", "bars.png", "controls.png")
 # The project's shapes, article shapes first; other shapes follow by size.
 KNOWN_SHAPES = [(1, 131072), (8, 131072), (64, 131072), (32, 128256), (1, 1048576), (1, 4194304),
                 (4096, 4096), (4096, 32768), (16384, 8192), (1, 16777216)]
 
 
-def is_peer(v):
-    return v.startswith("torch_")
-
-
-def is_control(v):
-    return v.startswith("control_")
+def kind(v):
+    """'peer', 'control', 'floor' or 'strategy' (an rss launch strategy; an unknown name counts as one)."""
+    return ("peer" if v.startswith("torch_") else "control" if v.startswith("control_") else
+            "floor" if v in FLOORS else "strategy")
 
 
 def is_strategy(v):
-    """An rss launch strategy (unknown names count as strategies): not a peer, control or floor."""
-    return not (is_peer(v) or is_control(v) or v in FLOORS)
+    return kind(v) == "strategy"
 
 
 def limit_target(limit_us):
@@ -55,14 +54,12 @@ def limit_target(limit_us):
     return limit_us * TARGET_RATIO if limit_us >= LATENCY_BOUND_US else limit_us + LATENCY_SLACK_US
 
 
-def variant_order(v):
-    return (KNOWN_VARIANTS.index(v), v) if v in KNOWN_VARIANTS else (len(KNOWN_VARIANTS), v)
-
-
-def shape_order(shape):
+def sort_key(shape, variant=""):
+    """Report order: dtype, then the project's shapes as listed, other shapes by size; variants as records.py lists."""
     rows, cols, dtype = shape
     known = KNOWN_SHAPES.index((rows, cols)) if (rows, cols) in KNOWN_SHAPES else len(KNOWN_SHAPES)
-    return (records.DTYPES.index(dtype), known, rows * cols, rows)
+    rank = KNOWN_VARIANTS.index(variant) if variant in KNOWN_VARIANTS else len(KNOWN_VARIANTS)
+    return records.DTYPES.index(dtype), known, rows * cols, rows, rank, variant
 
 
 def shape_name(shape):
@@ -110,7 +107,7 @@ def collect(files):
         info["producers"].append({"producer": doc["producer"], "file": name, **{k: cfg[k] for k in (
             "shape_order", "rounds", "iterations", "seed")}, "protocol": cfg.get("protocol")})
         for rec in doc["records"]:
-            key = (s, (rec["rows"], rec["cols"], rec["dtype"]), rec["variant"])
+            key = (s, shape_of(rec), rec["variant"])
             if rec["round"] in rounds[key]:
                 raise records.RecordError(f"{name}: session {s} {shape_name(key[1])} {key[2]} round "
                                           f"{rec['round']} also appears in another file")
@@ -169,37 +166,35 @@ def aggregate(sessions, rounds):
     sids = [s["session"] for s in sessions]
     warnings, results = [], []
     host_rv = lambda s, shape, v: round_values(rounds.get((s, shape, v), {}), "host_us")  # noqa: E731
-    for shape, variant in sorted({k[1:] for k in rounds}, key=lambda k: (shape_order(k[0]), variant_order(k[1]))):
+    for shape, variant in sorted({k[1:] for k in rounds}, key=lambda k: sort_key(*k)):
         recs = [rounds.get((s, shape, variant), {}) for s in sids]
-        stats = [session_stats(round_values(r, "host_us")) for r in recs]
-        dev = [session_stats(round_values(r, "device_us")) for r in recs]
+        stats, dev = ([session_stats(round_values(r, field)) for r in recs] for field in ("host_us", "device_us"))
         label = f"{shape_name(shape)} {variant}"
         missing = [s for s, st in zip(sids, stats) if st is None]
         if missing:
             warnings.append(f"{label}: no records in session(s) {missing}")
-        medians, dev_medians = [st and st["median"] for st in stats], [d and d["median"] for d in dev]
+        medians, dev_medians = ([st and st["median"] for st in sts] for sts in (stats, dev))
         results.append({
             **shape_fields(shape), "variant": variant, "host_us": _mean(medians), "host_us_sessions": medians,
             "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
             "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": _mean(dev_medians),
             "device_us_sessions": dev_medians, **metadata([rec for r in recs for rec in r.values()], warnings, label)})
-    by_key = {(shape_of(r), r["variant"]): r for r in results}
-    shapes = sorted({k[0] for k in by_key}, key=shape_order)
+    by_key = {(shape_of(r), r["variant"]): r for r in results}  # in report order, as results are
 
-    def fastest_of(shape, pick):
+    def fastest(shape, pick):
         rs = [r for (sh, v), r in by_key.items() if sh == shape and pick(v) and r["host_us"]]
         return min(rs, key=lambda r: (r["host_us"], r["variant"])) if rs else None
 
-    limits = {shape: fastest_of(shape, lambda v: v in FLOORS) for shape in shapes}
+    shapes = list(dict.fromkeys(sh for sh, _ in by_key))
+    limits = {shape: fastest(shape, lambda v: v in FLOORS) for shape in shapes}
     for r in results:
-        peer = fastest_of(shape_of(r), is_peer)
+        peer = fastest(shape_of(r), lambda v: kind(v) == "peer")
         r.update(ratio_to_limit=_ratio(r["host_us"], _host(limits[shape_of(r)])),
                  ratio_to_fastest_peer=_ratio(r["host_us"], _host(peer)), fastest_peer=peer and peer["variant"])
     deltas, best = [], []
     for shape in shapes:
         ref = by_key.get((shape, REFERENCE))
-        controls = sorted((v for sh, v in by_key if sh == shape and is_control(v)), key=variant_order) if ref else []
-        for control in controls:
+        for control in [v for sh, v in by_key if sh == shape and kind(v) == "control"] if ref else []:
             paired = [[c[r] - m[r] for r in sorted(set(c) & set(m))] for s in sids  # by round, per session
                       for c, m in [(host_rv(s, shape, control), host_rv(s, shape, REFERENCE))]]
             per_session = [float(np.median(p)) if p else None for p in paired]
@@ -207,10 +202,10 @@ def aggregate(sessions, rounds):
             deltas.append({**shape_fields(shape), "control": control, "reference": REFERENCE, "delta_us": delta,
                            "delta_us_sessions": per_session, "pairs_sessions": [len(p) for p in paired],
                            "reference_host_us": ref["host_us"], "relative_to_reference": _ratio(delta, ref["host_us"])})
-        b = fastest_of(shape, is_strategy)
+        b = fastest(shape, is_strategy)
         if not b:
             continue
-        mk = fastest_of(shape, lambda v: v.startswith("megakernel"))
+        mk = fastest(shape, lambda v: v.startswith("megakernel"))
         copy, memcpy, cg, lf, auto = (by_key.get((shape, v)) for v in FLOORS + (COMPILE_GRAPH, LOCAL_FUSION, AUTOMATIC))
         limit = limits[shape]
         target_us = None if limit is None else limit_target(limit["host_us"])
@@ -231,28 +226,21 @@ def aggregate(sessions, rounds):
     return results, deltas, best, warnings
 
 
-def by_shape(rows):
-    """[(shape, its rows)] in report order."""
-    groups = defaultdict(list)
-    for r in rows:
-        groups[shape_of(r)].append(r)
-    return sorted(groups.items(), key=lambda kv: shape_order(kv[0]))
-
-
 def bar_panels(results):
     """One panel per shape: every variant but the controls, the local fusion -> megakernel annotation."""
     panels = []
-    for shape, rs in by_shape(r for r in results if not is_control(r["variant"]) and r["host_us"] is not None):
+    for shape, rs in groupby((r for r in results if kind(r["variant"]) != "control" and r["host_us"] is not None),
+                             shape_of):  # results come in report order
+        rs = list(rs)
         bars = [{"variant": r["variant"], "value": r["host_us"], "whisker": [min(m), max(m)],
                  "label": f"{r['host_us']:.1f}"}
                 for r in rs for m in [[m for m in r["host_us_sessions"] if m is not None]]]
         largest = max(max(b["value"], b["whisker"][1]) for b in bars)
         axis_max = largest / AXIS_FILL
         lf = next((r for r in rs if r["variant"] == LOCAL_FUSION), None)
-        mks = [r for r in rs if r["variant"].startswith("megakernel")]
+        mk = min((r for r in rs if r["variant"].startswith("megakernel")), key=lambda r: r["host_us"], default=None)
         ann = None
-        if lf and mks:
-            mk = min(mks, key=lambda r: r["host_us"])
+        if lf and mk:
             change, speedup = mk["host_us"] / lf["host_us"] - 1.0, lf["host_us"] / mk["host_us"]
             ann = {"from": lf["variant"], "to": mk["variant"], "from_us": lf["host_us"], "to_us": mk["host_us"],
                    "speedup": speedup, "latency_change": change,
@@ -265,7 +253,8 @@ def bar_panels(results):
 
 def control_panels(deltas):
     panels = []
-    for shape, ds in by_shape(d for d in deltas if d["delta_us"] is not None):
+    for shape, ds in groupby((d for d in deltas if d["delta_us"] is not None), shape_of):
+        ds = list(ds)
         points = []
         for d in ds:
             meds = [m for m in d["delta_us_sessions"] if m is not None]
@@ -345,20 +334,9 @@ def render_markdown(summary):
                    fmt(b["megakernel_speedup_over_local_fusion"], 3, "x")] for b in best])
     missed, unchecked = [], []
     for b in best:
-        name = f"{b['rows']} x {b['cols']} {b['dtype']}"
-        if b["within_limit_target"] is False:
-            missed.append(f"{name}: best strategy {b['best_rss_variant']} takes {b['host_us']:.2f} us, "
-                          f"{b['ratio_to_limit']:.3f}x the limit ({b['limit_variant']} {b['limit_us']:.2f} us); "
-                          f"target {b['limit_target_us']:.2f} us")
-        if b["beats_torch_compile_graph"] is False:
-            missed.append(f"{name}: not faster than torch.compile with CUDA Graph replay "
-                          f"({b['host_us']:.2f} vs {b['torch_compile_graph_us']:.2f} us)")
-        if b["automatic_within_3pct"] is False:
-            missed.append(f"{name}: automatic is {b['automatic_to_best']:.3f}x the best strategy")
-        unchecked += [f"{name}: {what}" for key, what in (
-            ("within_limit_target", "limit (no copy_floor or memcpy_floor records)"),
-            ("beats_torch_compile_graph", "torch.compile with CUDA Graph replay (no records)"),
-            ("automatic_within_3pct", "automatic (no records)")) if b[key] is None]
+        name = shape_name(shape_of(b))
+        missed += [f"{name}: " + miss.format(**b) for key, (miss, _) in TARGETS.items() if b[key] is False]
+        unchecked += [f"{name}: {what}" for key, (_, what) in TARGETS.items() if b[key] is None]
         sp = b["megakernel_speedup_over_local_fusion"]
         if sp is not None and sp <= 1.0:
             missed.append(f"{name}: the megakernel is not faster than local fusion ({sp:.3f}x)")
@@ -403,9 +381,9 @@ def compute(records_dir):
 
     def used(keys):
         """The raw files behind a set of (shape, variant) aggregates, and the aggregates themselves."""
-        keys = sorted(set(keys), key=lambda k: (shape_order(k[0]), variant_order(k[1])))
+        keys = sorted(set(keys), key=lambda k: sort_key(*k))
         names = sorted(set().union(*(sources[k] for k in keys))) if keys else []
-        return {"raw_files": names, "aggregates": [[k[0][0], k[0][1], k[0][2], k[1]] for k in keys]}
+        return {"raw_files": names, "aggregates": [[*k[0], k[1]] for k in keys]}
 
     all_keys = [(shape_of(r), r["variant"]) for r in results]
     delta_keys = [k for d in deltas for k in ((shape_of(d), d["control"]), (shape_of(d), REFERENCE))]
@@ -433,59 +411,55 @@ def draw(provenance, out):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig_b = provenance["figures"]["bars.png"]
-    panels = fig_b["panels"]
-    ncols = max(1, min(3, len(panels)))
-    nrows = max(1, math.ceil(len(panels) / ncols))
-    tallest = max([len(p["bars"]) for p in panels] + [1])
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.6 * ncols, (0.33 * tallest + 1.5) * nrows + 0.9),
-                             squeeze=False, layout="constrained")
-    colors = lambda v: ("#7f7f7f" if v in FLOORS else "#ff7f0e" if is_peer(v)  # noqa: E731
+    def figure(name, panels, ncols, size, plot, empty, title, fontsize):
+        """A grid of one panel per shape, plot(ax, panel, ys) drawing each; unused grid cells are blank."""
+        nrows = max(1, math.ceil(len(panels) / ncols))
+        fig, axes = plt.subplots(nrows, ncols, figsize=size(nrows), squeeze=False, layout="constrained")
+        for ax, p in zip(axes.flat, panels):
+            items = p.get("bars") or p["points"]
+            ys = list(range(len(items)))[::-1]
+            plot(ax, p, ys)
+            ax.set_yticks(ys, [item.get("variant") or item.get("control") for item in items], fontsize=8)
+            ax.set_xlim(*p["axis"])
+            ax.tick_params(axis="x", labelsize=7)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.axis("off")
+        if not panels:
+            axes.flat[0].text(0.5, 0.5, empty, ha="center")
+        fig.suptitle(title, fontsize=fontsize, color="#a00000")
+        fig.savefig(os.path.join(out, name), dpi=110)
+        plt.close(fig)
+
+    colors = lambda v: ("#7f7f7f" if v in FLOORS else "#ff7f0e" if kind(v) == "peer"  # noqa: E731
                         else "#08306b" if v.startswith("megakernel") else "#4a90d9")
-    for ax, p in zip(axes.flat, panels):
-        ys = list(range(len(p["bars"])))[::-1]
+
+    def bars(ax, p, ys):
         for y, b in zip(ys, p["bars"]):
             ax.barh(y, b["value"], color=colors(b["variant"]), height=0.7)
             lo, hi = b["whisker"]
             ax.errorbar([b["value"]], [y], xerr=[[b["value"] - lo], [hi - b["value"]]], fmt="none",
                         ecolor="black", capsize=3, lw=1)
             ax.text(max(b["value"], hi) + 0.01 * p["axis"][1], y, b["label"], va="center", fontsize=8)
-        ax.set_yticks(ys, [b["variant"] for b in p["bars"]], fontsize=8)
-        ax.set_xlim(*p["axis"])
         ax.set_xlabel(f"host completion time, us ({p['range_label']})", fontsize=8)
-        ax.tick_params(axis="x", labelsize=7)
         ax.set_title(p["title"] + ("\n" + p["annotation"]["text"] if p["annotation"] else ""), fontsize=9)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    if not panels:
-        axes.flat[0].text(0.5, 0.5, "no records", ha="center")
-    fig.suptitle(f"{NOTICE}\n{WHISKER_NOTE} Sessions: {fig_b['sessions']}.", fontsize=11, color="#a00000")
-    fig.savefig(os.path.join(out, "bars.png"), dpi=110)
-    plt.close(fig)
 
-    fig_c = provenance["figures"]["controls.png"]
-    panels = fig_c["panels"]
-    fig, axes = plt.subplots(max(1, len(panels)), 1, figsize=(8, 1.3 * max(1, len(panels)) + 0.9),
-                             squeeze=False, layout="constrained")
-    for ax, p in zip(axes.flat, panels):
-        ys = list(range(len(p["points"])))[::-1]
+    def controls(ax, p, ys):
         ax.axvline(0.0, color="#999999", lw=1)
         for y, pt in zip(ys, p["points"]):
             ax.hlines(y, *pt["range"], color="#08306b", lw=2)
             ax.plot([pt["value"]], [y], "o", color="#08306b")
             ax.text(pt["range"][1] + 0.02 * (p["axis"][1] - p["axis"][0]), y, pt["label"], va="center", fontsize=8)
-        ax.set_yticks(ys, [pt["control"] for pt in p["points"]], fontsize=8)
         ax.set_ylim(-0.7, len(ys) - 0.3)
-        ax.set_xlim(*p["axis"])
-        ax.tick_params(axis="x", labelsize=7)
         ax.set_title(f"{p['title']}: control minus {p['reference']} ({p['reference_host_us']:.1f} us), us", fontsize=9)
-    if not panels:
-        axes.flat[0].text(0.5, 0.5, "no control records", ha="center")
-        axes.flat[0].axis("off")
-    fig.suptitle(f"{fig_c['notice']}\nDots: mean of the session medians of round-paired deltas. Ranges: the "
-                 "session medians (not confidence intervals).", fontsize=9, color="#a00000")
-    fig.savefig(os.path.join(out, "controls.png"), dpi=110)
-    plt.close(fig)
+
+    fig_b, fig_c = (provenance["figures"][name] for name in ("bars.png", "controls.png"))
+    ncols = max(1, min(3, len(fig_b["panels"])))
+    tallest = max([len(p["bars"]) for p in fig_b["panels"]] + [1])
+    figure("bars.png", fig_b["panels"], ncols, lambda nrows: (5.6 * ncols, (0.33 * tallest + 1.5) * nrows + 0.9),
+           bars, "no records", f"{NOTICE}\n{WHISKER_NOTE} Sessions: {fig_b['sessions']}.", 11)
+    figure("controls.png", fig_c["panels"], 1, lambda nrows: (8, 1.3 * nrows + 0.9), controls, "no control records",
+           f"{fig_c['notice']}\nDots: mean of the session medians of round-paired deltas. Ranges: the session "
+           "medians (not confidence intervals).", 9)
 
 
 def dump_json(obj):
@@ -556,14 +530,10 @@ def verify(records_dir, out, tree):
     problems += [f"{n}: missing" for n in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, n))]
     # The raw files must be the ones provenance names (the recomputation already used the files on disk).
     listed = {f.get("file"): f.get("sha256") for f in old.get("provenance.json", {}).get("raw_files", [])}
-    for f in provenance["raw_files"]:
-        if f["file"] not in listed:
-            problems.append(f"raw file {f['file']}: not listed in provenance.json")
-        elif listed[f["file"]] != f["sha256"]:
-            problems.append(f"raw file {f['file']}: sha256 {f['sha256']} differs from provenance.json "
-                            f"({listed[f['file']]})")
-    problems += [f"raw file {name}: listed in provenance.json but missing from {records_dir}"
-                 for name in sorted(set(listed) - {f["file"] for f in provenance["raw_files"]})]
+    found = {f["file"]: f["sha256"] for f in provenance["raw_files"]}
+    problems += [f"raw file {n}: sha256 {found.get(n, 'missing')} in {records_dir}, "
+                 f"{listed.get(n, 'not listed')} in provenance.json" for n in sorted(set(listed) | set(found))
+                 if listed.get(n) != found.get(n)]
     tree_hash = records.source_hash(tree)
     measured_on = {s["session"]: s["source_hash"] for s in summary["sessions"]}  # one per session (collect)
     problems += [f"source hash: {f['file']} (session {f['session']}) was measured on {measured_on[f['session']]}, "
@@ -585,7 +555,7 @@ def verify(records_dir, out, tree):
     return 0
 
 
-def main(argv=None):
+def main(argv):
     ap = argparse.ArgumentParser(
         prog="rssbench report", description="rss benchmark report: build it from the raw records, or verify the "
         "committed one. Protocol and targets: docs/protocol.md.",
@@ -609,7 +579,3 @@ def main(argv=None):
     except records.RecordError as e:  # build: exit 2 (stderr); verify: a failed verification, exit 1 (stdout)
         print(f"FAIL: raw records: {e}", file=sys.stderr if args.cmd == "build" else sys.stdout)
         return 2 if args.cmd == "build" else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
