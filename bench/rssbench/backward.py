@@ -1,9 +1,7 @@
-"""Summary of a backward bench run (bench/backward/run.sh): a row per (shape, dtype, variant), targets per shape.
-
-    python3 bench/rssbench backward --rss rss_backward.json [--peers peers.json] --out summary.json [--report FILE.md]
+"""Summary and report of a backward bench run (bench/backward/run.sh); docs/protocol.md ("The tools in detail").
 
 --rss: rss_backward_bench's Google Benchmark JSON; --peers: `rssbench peers --suite backward`'s records (or the older
-peers JSON of bench/results/backward/). Statistics, floors and targets: docs/protocol.md ("The tools in detail").
+peers JSON of bench/results/backward/).
 """
 import argparse
 import json
@@ -12,8 +10,12 @@ import sys
 
 import records
 
-RSS_BACKWARD = ("two_pass", "cluster_row", "automatic")
-RSS_SAVED = ("two_pass_saved", "cluster_row_saved", "automatic_saved")  # saved state (b): 3 N, own floor
+# The rss strategies of each saved state and its floor: reading y (a), 4 N; from row statistics (b), the `_saved`
+# variants, 3 N. cluster_row's pilot candidates (cluster_row:CONFIG, cluster_row_saved:CONFIG) count too.
+SAVED_STATES = (("y", ("two_pass", "cluster_row", "automatic"), "cluster_row:", "floor"),
+                ("saved", ("two_pass_saved", "cluster_row_saved", "automatic_saved"), "cluster_row_saved:",
+                 "floor_saved"))
+FLOOR_AT_LEAST_US, FLOOR_RATIO = 20.0, 1.25  # the target: within 1.25x of the floor where it is at least 20 us
 
 
 def rounds_of(path):
@@ -50,55 +52,48 @@ def rows_of(rounds, source):
         medians = [r["host_us"] for r in ok]
         row.update(host_us=statistics.median(medians), host_us_rounds=medians,
                    p10_p90=[min(r["host_p10_us"] for r in ok), max(r["host_p90_us"] for r in ok)],
-                   device_us=statistics.median(r["device_us"] for r in ok))
+                   device_us=statistics.median(r["device_us"] for r in ok),
+                   max_rel_err=max(r.get("max_rel_err", 0.0) for r in ok))
         if source == "rss_backward_bench":
-            row.update({k: ok[0].get(k) for k in ("kernels", "cluster_size", "blocks_per_sm", "logical_bytes")})
-        row["max_rel_err"] = max(r.get("max_rel_err", 0.0) for r in ok)
-        if source == "rss_backward_bench":
-            row["label"] = ok[0].get("label", "")
+            row.update({k: ok[0].get(k) for k in ("kernels", "cluster_size", "blocks_per_sm", "logical_bytes")},
+                       label=ok[0].get("label", ""))
         out.append(row)
     return out
 
 
 def best_per_shape(rows):
+    """Per shape: the best rss strategy of each saved state and of both, against its floor and the peers."""
     by = {(r["rows"], r["cols"], r["dtype"], r["variant"]): r for r in rows if "host_us" in r}
-
-    def us(shape, variant):
-        r = by.get(shape + (variant,))
-        return r["host_us"] if r else None
-
+    us = lambda shape, variant: by[shape + (variant,)]["host_us"] if shape + (variant,) in by else None  # noqa: E731
     for key, r in by.items():
         floor = us(key[:3], "floor_saved" if r["variant"].endswith("_saved") else "floor")
         if floor:
             r["ratio_to_floor"] = r["host_us"] / floor
-
     best = []
     for shape in sorted({(r["rows"], r["cols"], r["dtype"]) for r in rows}):
-        pick = lambda names, prefix: [r for k, r in by.items() if k[:3] == shape and  # noqa: E731
-                                      (k[3] in names or k[3].startswith(prefix))]
-        reading_y, saved = pick(RSS_BACKWARD, "cluster_row:"), pick(RSS_SAVED, "cluster_row_saved:")
-        entry = {"rows": shape[0], "cols": shape[1], "dtype": shape[2]}
-        fastest = lambda rs: min(rs, key=lambda r: r["host_us"])  # noqa: E731
-        if reading_y:
-            b = fastest(reading_y)
-            entry.update(best_y_variant=b["variant"], y_host_us=b["host_us"], floor_y_us=us(shape, "floor"))
-        floor_saved = us(shape, "floor_saved")
-        if saved:
-            b = fastest(saved)
-            entry.update(best_saved_variant=b["variant"], saved_host_us=b["host_us"], floor_saved_us=floor_saved,
-                         saved_ratio_to_floor=b["host_us"] / floor_saved if floor_saved else None)
-        if reading_y + saved:
-            b = fastest(reading_y + saved)
-            floor = us(shape, "floor_saved" if b in saved else "floor")
+        entry = dict(zip(("rows", "cols", "dtype"), shape))
+        picks = {}
+        for state, names, candidates, floor in SAVED_STATES:
+            picks[state] = [r for k, r in by.items()
+                            if k[:3] == shape and (k[3] in names or k[3].startswith(candidates))]
+            if picks[state]:
+                b = min(picks[state], key=lambda r: r["host_us"])
+                entry.update({f"best_{state}_variant": b["variant"], f"{state}_host_us": b["host_us"],
+                              f"floor_{state}_us": us(shape, floor),
+                              f"{state}_ratio_to_floor": b.get("ratio_to_floor")})
+        if picks["y"] + picks["saved"]:
+            b = min(picks["y"] + picks["saved"], key=lambda r: r["host_us"])
+            floor = us(shape, "floor_saved" if b in picks["saved"] else "floor")
+            peer = us(shape, "torch_compile_bwd_graph")
             entry.update(best_rss_variant=b["variant"], best_label=b.get("label", ""), host_us=b["host_us"],
                          automatic_us=us(shape, "automatic"), automatic_saved_us=us(shape, "automatic_saved"),
-                         floor_us=floor)
+                         floor_us=floor, torch_compile_bwd_graph_us=peer,
+                         beats_torch_compile_bwd_graph=b["host_us"] < peer if peer else None,
+                         torch_eager_bwd_us=us(shape, "torch_eager_bwd"))
             if floor:
-                entry.update(ratio_to_floor=b["host_us"] / floor, floor_at_least_20us=floor >= 20.0,
-                             within_1_25x_of_floor=b["host_us"] <= 1.25 * floor if floor >= 20.0 else None)
-            peer = us(shape, "torch_compile_bwd_graph")
-            entry.update(torch_compile_bwd_graph_us=peer, beats_torch_compile_bwd_graph=b["host_us"] < peer if peer
-                         else None, torch_eager_bwd_us=us(shape, "torch_eager_bwd"))
+                entry.update(ratio_to_floor=b["ratio_to_floor"], floor_at_least_20us=floor >= FLOOR_AT_LEAST_US,
+                             within_1_25x_of_floor=b["host_us"] <= FLOOR_RATIO * floor
+                             if floor >= FLOOR_AT_LEAST_US else None)
         for mode in ("_graph", ""):
             ours, theirs = us(shape, "rss_op_fwdbwd" + mode), us(shape, "torch_compile_fwdbwd" + mode)
             entry.update({f"rss_op_fwdbwd{mode}_us": ours, f"torch_compile_fwdbwd{mode}_us": theirs,
@@ -155,17 +150,15 @@ def markdown(doc):
         if "host_us" not in r:
             lines.append(f"{head} error: {r.get('error', '?')} | | | |")
             continue
-        spread = r.get("p10_p90")
-        spread = f"{spread[0]:.1f}-{spread[1]:.1f}" if isinstance(spread, (list, tuple)) and len(spread) == 2 else "-"
-        lines.append(f"{head} {r['host_us']:.1f} | {spread} | {fmt(r.get('ratio_to_floor'), '.2f')} "
-                     f"| {fmt(r.get('max_rel_err'), '.2e')} |")
+        lines.append(f"{head} {r['host_us']:.1f} | {r['p10_p90'][0]:.1f}-{r['p10_p90'][1]:.1f} "
+                     f"| {fmt(r.get('ratio_to_floor'), '.2f')} | {fmt(r.get('max_rel_err'), '.2e')} |")
     if doc["peer_failures"]:
         lines += ["", "## Peer failures", ""] + [
             f"- {f['rows']} x {f['cols']} {f['dtype']} {f['variant']}: {f['error']}" for f in doc["peer_failures"]]
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
+def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench backward", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rss", required=True, help="rss_backward_bench's Google Benchmark JSON")
@@ -193,7 +186,3 @@ def main(argv=None):
     for e in best:
         print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in e.items()))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
