@@ -1,16 +1,6 @@
-"""rssbench: the bench's one Python package: sessions, peers, records, reports, verification, tuning.
+"""The bench's one Python package: sessions, peers, records, reports, verification, tuning (docs/protocol.md).
 
     python3 bench/rssbench COMMAND [options]      (COMMAND --help for each)
-
-Commands:
-  session      run measurement sessions of the protocol (docs/protocol.md), then the report
-  report       build or verify the forward report (bench/results/) from the raw records
-  peers        the torch peers (forward, backward, sharded), measured with the protocol
-  backward     summary and report of a backward bench run (bench/backward/run.sh)
-  ab           before/after summary of bench/ab/run.sh
-  tune         write a shipped tuning table from pilot records
-  records      the record schema: validate files, print the source hash
-  fixture      the benchmark input fixture (hash, elements)
 """
 import importlib
 import os
@@ -21,8 +11,9 @@ COMMANDS = ("session", "report", "peers", "backward", "ab", "tune", "records", "
 
 
 def main(argv):
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python3 bench/rssbench {%s} ...\n" % ",".join(COMMANDS) + __doc__)
+    if not argv or argv[0] in ("-h", "--help"):  # each command's summary: the first line of its module's docstring
+        summaries = [f"  {c:<10} {importlib.import_module(c).__doc__.splitlines()[0]}" for c in COMMANDS]
+        print(f"usage: python3 bench/rssbench {{{','.join(COMMANDS)}}} ...\n\n{__doc__}\nCommands:", *summaries, sep="\n")
         return 0
     if argv[0] not in COMMANDS:
         print("rssbench: unknown command %r (python3 bench/rssbench --help lists them)" % argv[0], file=sys.stderr)
@@ -30,5 +21,4 @@ def main(argv):
     return importlib.import_module(argv[0]).main(argv[1:])
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+sys.exit(main(sys.argv[1:]))

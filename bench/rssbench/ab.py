@@ -1,8 +1,9 @@
-#!/usr/bin/env python3
-"""Before/after summary of bench/ab/run.sh: per benchmark, each tree's median and spread, and new / old
-("within noise" when |new / old - 1| is at most the larger spread, at least 1%; docs/protocol.md).
+"""Before/after summary of bench/ab/run.sh (docs/protocol.md, "The tools in detail").
 
     python3 bench/rssbench ab OUT_DIR
+
+Per benchmark, each tree's median and spread, and new / old: "within noise" when |new / old - 1| is at most the larger
+spread (at least 1%).
 """
 import argparse
 import glob
@@ -31,7 +32,7 @@ def times(out_dir, suite, tree):
     return result
 
 
-def main(argv=None):
+def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench ab", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out_dir")
@@ -58,6 +59,3 @@ def main(argv=None):
     print("\n".join(lines))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,6 @@
-"""The benchmark input fixture, identical bit for bit to the C++ generator (splitmix64 of seed + index, mapped
-to [-4, 4) in float32; docs/protocol.md, "The tools in detail", spells it out).
-
-    python3 bench/rssbench fixture --seed 42 --hash          python3 bench/rssbench fixture --seed 42 --print 0 8
-"""
+"""The benchmark input fixture, bit for bit the C++ generator's (docs/protocol.md, "The tools in detail")."""
 import argparse
 import hashlib
-import sys
 
 # numpy is imported where it is used, so that --help works before the Python dependencies are installed.
 GENERATOR = "splitmix64(seed+k)>>40, 8u-4, float32"
@@ -50,8 +45,8 @@ def describe(seed):
     return {"seed": int(seed), "generator": GENERATOR, "hash": fixture_hash(seed)}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="rssbench fixture", description="rss input fixture")
+def main(argv):
+    ap = argparse.ArgumentParser(prog="rssbench fixture", description=__doc__)
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--hash", action="store_true", help="print the fixture hash")
     ap.add_argument("--print", nargs=2, type=int, metavar=("BEGIN", "END"), help="print elements BEGIN .. END-1")
@@ -66,6 +61,3 @@ def main(argv=None):
             print(f"{k} {float(v):.9g} 0x{int(v.view('<u4')):08x}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -343,7 +343,7 @@ def run(rank, args, world=1, port=None):
     return 0
 
 
-def main(argv=None):
+def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench peers", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     add = ap.add_argument
@@ -385,6 +385,3 @@ def main(argv=None):
     torch.multiprocessing.spawn(run, args=(args, world, port), nprocs=world, join=True)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

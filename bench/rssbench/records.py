@@ -225,7 +225,7 @@ def normalize_uuid(uuid):
     return u[4:] if u.startswith("gpu-") else u
 
 
-def main(argv=None):
+def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench records", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("source-hash", help="print the source hash of include/ and bench/ (docs/protocol.md)").add_argument(
@@ -245,6 +245,3 @@ def main(argv=None):
             bad += 1
     return 1 if bad else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Runs measurement sessions of the project's protocol (docs/protocol.md), then the report.
 
     python3 bench/rssbench session --build build-bench [--protocol quick|full] [options]     (scripts/bench.sh)
@@ -184,7 +183,7 @@ def run_session(args, session, bench, gpu, env, why):
     complete_context(rss_out, clocks_start, nvidia_smi(CLOCKS, gpu), args.fixture_seed, peers_note, args.protocol, gpu)
 
 
-def main(argv=None):
+def main(argv):
     args = parse_args(parser(), argv)
     quick = args.protocol == "quick"
     results = os.path.join(args.build, "quick") if quick else os.path.join(TREE, "bench", "results")
@@ -216,6 +215,3 @@ def main(argv=None):
         print("== %s done: %s" % (label, os.path.join(args.results, "results.md")), file=sys.stderr)
     return rc
 
-
-if __name__ == "__main__":
-    sys.exit(main())

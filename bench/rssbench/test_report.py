@@ -528,7 +528,7 @@ class TuneTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "pilot.json")
             self.pilot(path, {"heuristic": [[100, 101], [100, 102]], "cluster_row:256x32x1": [[90, 91], [92, 90]]})
-            p = subprocess.run([sys.executable, os.path.join(TOOLS, "tune.py"), path, "--name", "h200"],
+            p = subprocess.run([sys.executable, TOOLS, "tune", path, "--name", "h200"],
                                capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertTrue(p.stdout.startswith("#pragma once"), p.stdout)  # stdout: the header only

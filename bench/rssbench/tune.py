@@ -4,8 +4,7 @@
         --name h200 --out include/rss/tuning/h200_table.hpp
 
 A candidate becomes an entry for exactly its shape when it beats the heuristic by more than the margin in its
-median and in every round (the rule: docs/protocol.md, "The tools in detail"). The decisions go to stderr, the
-header to --out (or stdout).
+median and in every round (docs/protocol.md, "The tools in detail"). Decisions go to stderr, the header to --out.
 """
 import argparse
 import statistics
@@ -18,31 +17,11 @@ import records
 STRATEGIES = tuple(v for v in records.STRATEGIES + records.CONTROLS if v != "automatic")
 NOT_CANDIDATES = ("heuristic",) + records.FLOORS
 RESIDENCE_SUFFIXES = {"s": "shared_memory", "p": "shared_memory_pipelined"}
+Timing = namedtuple("Timing", "median round_medians")  # a variant's on one shape: of every sample, of each round
 
 
 class TuneError(Exception):
     """A problem with the input files or the arguments, said in one line (no traceback)."""
-
-
-Timing = namedtuple("Timing", "median round_medians")  # a variant's on one shape: of every sample, of each round
-
-
-def timing(by_round):
-    return Timing(statistics.median([t for samples in by_round.values() for t in samples]),
-                  [statistics.median(samples) for samples in by_round.values()])
-
-
-def device_of(docs):
-    """The GPU name all files were measured on; a TuneError when they disagree or do not say."""
-    names = defaultdict(list)
-    for path, doc in docs:
-        if not doc["context"].get("gpu"):
-            raise TuneError(f"{path}: the records do not name their GPU (context.gpu)")
-        names[doc["context"]["gpu"].strip()].append(path)
-    if len(names) > 1:
-        raise TuneError("the files were measured on different GPUs: " +
-                        "; ".join(f"{g} ({', '.join(p)})" for g, p in sorted(names.items())))
-    return next(iter(names))
 
 
 def timings(paths, docs=None):
@@ -52,7 +31,9 @@ def timings(paths, docs=None):
         for r in doc["records"]:
             by_round = samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]]
             by_round[(path, doc["session"], r["round"])].extend(r["host_us"])
-    return {shape: {v: timing(rounds) for v, rounds in by_variant.items()} for shape, by_variant in samples.items()}
+    return {shape: {v: Timing(statistics.median([t for ts in rounds.values() for t in ts]),
+                              [statistics.median(ts) for ts in rounds.values()]) for v, rounds in by_variant.items()}
+            for shape, by_variant in samples.items()}
 
 
 def parse_variant(name):
@@ -114,7 +95,7 @@ def header(entries, device, name, sources):
     return "\n".join(out + ["", "}  // namespace rss::tuning", ""])
 
 
-def main(argv=None):
+def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pilot", nargs="+", help="pilot record files (rss-records/2, from rss_bench --pilot)")
@@ -128,11 +109,15 @@ def main(argv=None):
         if not args.name.isidentifier():
             raise TuneError(f"--name {args.name!r} is not a C++ identifier")
         docs = [(path, records.load(path, complete=False)) for path in args.pilot]
-        measured_on = device_of(docs)
-        if args.device is not None and args.device.strip() != measured_on:
-            raise TuneError(f"--device {args.device!r} does not match the records, measured on {measured_on!r}")
+        measured_on = {path: doc["context"]["gpu"].strip() for path, doc in docs}
+        device = measured_on[args.pilot[0]]
+        if len(set(measured_on.values())) > 1 or not device:  # every file names the one GPU they were measured on
+            raise TuneError("the files must name one GPU (context.gpu): " +
+                            "; ".join(f"{p}: {g or 'none'}" for p, g in measured_on.items()))
+        if args.device is not None and args.device.strip() != device:
+            raise TuneError(f"--device {args.device!r} does not match the records, measured on {device!r}")
         entries, lines = decide(timings(args.pilot, docs), args.margin)
-        text = header(entries, args.device or measured_on, args.name, [p.split("/")[-1] for p in args.pilot])
+        text = header(entries, args.device or device, args.name, [p.split("/")[-1] for p in args.pilot])
         print("\n".join(lines), file=sys.stderr)
         if not args.out:
             sys.stdout.write(text)
@@ -145,7 +130,3 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
