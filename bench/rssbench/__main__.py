@@ -13,7 +13,8 @@ COMMANDS = ("session", "report", "peers", "backward", "ab", "tune", "records", "
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):  # each command's summary: the first line of its module's docstring
         summaries = [f"  {c:<10} {importlib.import_module(c).__doc__.splitlines()[0]}" for c in COMMANDS]
-        print(f"usage: python3 bench/rssbench {{{','.join(COMMANDS)}}} ...\n\n{__doc__}\nCommands:", *summaries, sep="\n")
+        print(f"usage: python3 bench/rssbench {{{','.join(COMMANDS)}}} ...\n\n{__doc__}\nCommands:", *summaries,
+              sep="\n")
         return 0
     if argv[0] not in COMMANDS:
         print("rssbench: unknown command %r (python3 bench/rssbench --help lists them)" % argv[0], file=sys.stderr)

@@ -178,8 +178,7 @@ def main(argv):
     best = best_per_shape(rows)
     doc = {"producer": "rssbench backward", "rss_context": rss_context, "peers_context": peers_context,
            "results": rows, "best_per_shape": best, "peer_failures": failures}
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+    records.write(args.out, doc)
     if args.report:
         with open(args.report, "w") as f:
             f.write(markdown(doc))

@@ -1,17 +1,13 @@
-"""torch peers of rms_scaled_softmax, timed like the C++ benches: one core, the operator a parameter.
+"""torch peers of rms_scaled_softmax (forward, backward, sharded), timed like the C++ benches.
 
     python3 bench/rssbench peers [--suite forward] --session N --out FILE.json   (run by `rssbench session`)
     python3 bench/rssbench peers --suite backward --out peers.json               (bench/backward/run.sh)
     python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
 
-forward: torch eager and torch.compile of the composed expression on the fixture; backward: autograd's backward
-(eager, compiled) and the rss_torch operator's; sharded: the operator over an NCCL process group, one process per
-GPU. `_graph` variants replay a CUDA Graph. Variants run shuffled per round; each records every host sample, one
-event interval and its error against float64. Details: docs/protocol.md ("The tools in detail"). No torch or
-CUDA: exit 3.
+One timing core, the operator a parameter; variants, timing, accuracy and records: docs/protocol.md ("The tools in
+detail"). No torch or CUDA: exit 3.
 """
 import argparse
-import json
 import math
 import os
 import random
@@ -224,8 +220,9 @@ class Sharded(Forward):
         return {"context": context, "records": list(out.values())}
 
 
-def measure(suite, args, variants, work, write):
-    """The core: rounds of shuffled variants per (shape, dtype), each built, warmed up, checked once and timed."""
+def measure(suite, args, variants, work, context):
+    """The core: rounds of shuffled variants per (shape, dtype), each built, warmed up, checked once and timed;
+    the records so far written to --out.partial after each shape."""
     suite.stream = torch.cuda.Stream()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
     turns, failures, start = [], [], time.time()
@@ -276,7 +273,7 @@ def measure(suite, args, variants, work, write):
             vars(suite).pop(name, None)
         torch.cuda.empty_cache()
         if suite.rank == 0:
-            write(turns, failures)
+            records.write(args.out + ".partial", suite.document(context, turns, failures))
     return turns, failures
 
 
@@ -322,17 +319,11 @@ def run(rank, args, world=1, port=None):
     elif args.suite == "forward":
         fx = fixture.describe(args.fixture_seed)
         context.update(fixture_generator=fx["generator"], fixture_hash=fx["hash"])
-
-    def write(turns, failures):
-        with open(args.out + ".partial", "w", encoding="utf-8") as f:
-            json.dump(suite.document(context, turns, failures), f, indent=1)
-            f.write("\n")
-
     start = time.time()
-    turns, failures = measure(suite, args, variants, work, write)
+    turns, failures = measure(suite, args, variants, work, context)
     if rank == 0:
         context["clocks_end"] = session.nvidia_smi(session.CLOCKS, uuids[0])
-        write(turns, failures)
+        records.write(args.out + ".partial", suite.document(context, turns, failures))
         if args.suite != "sharded":
             records.load(args.out + ".partial", complete=False)  # what it wrote follows the schema
         os.replace(args.out + ".partial", args.out)

@@ -1,9 +1,6 @@
-"""Raw benchmark records: the one reader of Google Benchmark's JSON, the schema rss adds to it, the source hash.
+"""Raw records: the one reader of Google Benchmark's JSON, the schema rss adds to it, the source hash.
 
-Schema rss-records/2, load()'s normalised form and the source hash are defined in docs/protocol.md ("The tools in
-detail").
-
-    python3 bench/rssbench records source-hash [--tree .] [--list]      python3 bench/rssbench records validate FILE...
+Schema rss-records/2, load()'s normalised form and the source hash: docs/protocol.md ("The tools in detail").
 """
 import argparse
 import hashlib
@@ -176,13 +173,15 @@ def normalize(doc, where="records", complete=True):
 
 
 def load(path, complete=True):
-    """Load and normalise one raw record file."""
+    """Load and normalise one raw record file; its sha256 comes along."""
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            doc = json.load(f)
+        with open(path, "rb") as f:
+            data = f.read()
+        doc = json.loads(data)
     except (OSError, ValueError) as e:
         raise RecordError(f"{path}: cannot read JSON: {e}") from e
-    return dict(normalize(doc, os.path.basename(path), complete), file=os.path.basename(path))
+    name = os.path.basename(path)
+    return dict(normalize(doc, name, complete), file=name, sha256=hashlib.sha256(data).hexdigest())
 
 
 def load_dir(directory):
@@ -190,11 +189,7 @@ def load_dir(directory):
     names = sorted(n for n in os.listdir(directory) if n.endswith(".json")) if os.path.isdir(directory) else None
     _require(names is not None, directory, "no such records directory")
     _require(names, directory, "no *.json record files")
-    out = []
-    for n in names:
-        with open(os.path.join(directory, n), "rb") as f:
-            out.append((n, hashlib.sha256(f.read()).hexdigest(), load(os.path.join(directory, n))))
-    return out
+    return [(n, doc["sha256"], doc) for n in names for doc in [load(os.path.join(directory, n))]]
 
 
 def run_entry(name, host_us, device_us=None, **counters):
@@ -213,9 +208,10 @@ def shape_label(rows, cols, dtype):
     return f"{rows}x{cols}" + ("" if dtype == "fp32" else f":{dtype}")
 
 
-def write(path, context, runs):
+def write(path, doc):
+    """A record file as every producer writes it (json, indent 1, a final newline)."""
     with open(path, "w", encoding="utf-8") as f:
-        json.dump({"context": {"schema": SCHEMA, **context}, "benchmarks": runs}, f, indent=1)
+        json.dump(doc, f, indent=1)
         f.write("\n")
 
 

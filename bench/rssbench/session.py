@@ -66,7 +66,7 @@ def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note, p
     fx = fixture.describe(fixture_seed)
     ctx.update(fixture_seed=str(fx["seed"]), fixture_generator=fx["generator"], fixture_hash=fx["hash"],
                peers=peers_note, protocol=protocol)
-    records.write(path, ctx, doc["benchmarks"])
+    records.write(path, doc)
     records.load(path)  # the completed file follows the schema
 
 
