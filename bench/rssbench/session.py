@@ -55,16 +55,14 @@ def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note, p
     with open(path) as f:
         doc = json.load(f)
     ctx = doc["context"]
-    ctx.update(source_hash=records.source_hash(TREE), clocks_start=clocks_start, clocks_end=clocks_end)
-    driver = nvidia_smi(["driver_version"], gpu).get("driver_version")
-    if driver:
-        ctx["driver"] = driver
     cpp_first = ctx.get("fixture_first_elements")
     py_first = " ".join("0x%08x" % v for v in fixture.generate(fixture_seed, 8).view("<u4"))
     if cpp_first is not None and cpp_first != py_first:
         sys.exit("session: the C++ fixture differs from bench/rssbench/fixture.py: %s vs %s" % (cpp_first, py_first))
     fx = fixture.describe(fixture_seed)
-    ctx.update(fixture_seed=str(fx["seed"]), fixture_generator=fx["generator"], fixture_hash=fx["hash"],
+    ctx.update(source_hash=records.source_hash(TREE), clocks_start=clocks_start, clocks_end=clocks_end,
+               driver=nvidia_smi(["driver_version"], gpu).get("driver_version") or ctx.get("driver", ""),
+               fixture_seed=str(fx["seed"]), fixture_generator=fx["generator"], fixture_hash=fx["hash"],
                peers=peers_note, protocol=protocol)
     records.write(path, doc)
     records.load(path)  # the completed file follows the schema
@@ -120,11 +118,7 @@ def parse_args(ap, argv):
 def check_passed_on(argv):
     """scripts/bench.sh, before the GPU check and the build: the options it hands on, judged here (exit 2)."""
     ap = parser(passed_on=True)
-
-    def refuse(message):
-        print("scripts/bench.sh: %s (bash scripts/bench.sh --help lists the options)" % message, file=sys.stderr)
-        sys.exit(2)
-    ap.error = refuse
+    ap.error = lambda message: ap.exit(2, f"scripts/bench.sh: {message} (bash scripts/bench.sh --help lists them)\n")
     parse_args(ap, argv)
 
 

@@ -305,7 +305,7 @@ class VerifyTest(Workspace):
         self.assertFails("source hash", "session1_rss.json")
         with open(os.path.join(self.raw, "session2_torch.json"), "a") as f:
             f.write("\n")  # same numbers, different bytes: provenance must notice
-        self.assertFails("raw file session2_torch.json", "sha256")
+        self.assertFails("raw_files[3] (session2_torch.json).sha256")
         os.remove(os.path.join(self.out, "controls.png"))
         self.assertFails("controls.png: missing")
 

@@ -22,19 +22,11 @@ LOG_LINE = re.compile(r"^\s*(\d+) x (\d+)\s+(\w+) (\S+)\s+(\S+) us\s+err (\S+)")
 
 
 def percentile(values, q):
+    """Linear between the two nearest ranks (numpy's default)."""
     v = sorted(values)
     pos = q * (len(v) - 1)
     lo = int(pos)
     return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (pos - lo)
-
-
-def summarise(record):
-    by_round = {}
-    for s, r in zip(record["samples_us"], record["round_of_sample"]):
-        by_round.setdefault(r, []).append(s)
-    medians = [statistics.median(v) for _, v in sorted(by_round.items())]
-    return {"host_us": round(statistics.median(medians), 2), "p10_us": round(percentile(medians, 0.1), 2),
-            "p90_us": round(percentile(medians, 0.9), 2), "rounds": len(medians), "samples": len(record["samples_us"])}
 
 
 def load(paths, log=None):
@@ -60,11 +52,19 @@ def load(paths, log=None):
 
 
 def row_of(r):
-    """A record's summary row; a record that did not run (status other than ok) or has no samples: host_us None."""
+    """A record's summary row: the median over rounds of each round's median, p10/p90 over the rounds; host_us None
+    for a record that did not run (status other than ok) or has no samples."""
     row = {**{k: r[k] for k in ("rows", "cols", "dtype", "world", "variant")}, "host_us": None,
            "max_rel_err": r.get("max_rel_err"), "uuids": r.get("uuids", []), "status": r.get("status", "ok"),
            "detail": r.get("detail", "")}
-    return dict(row, **summarise(r)) if row["status"] == "ok" and r["samples_us"] else row
+    if row["status"] != "ok" or not r["samples_us"]:
+        return row
+    by_round = {}
+    for sample, rnd in zip(r["samples_us"], r["round_of_sample"]):
+        by_round.setdefault(rnd, []).append(sample)
+    medians = [statistics.median(v) for _, v in sorted(by_round.items())]
+    return dict(row, host_us=round(statistics.median(medians), 2), p10_us=round(percentile(medians, 0.1), 2),
+                p90_us=round(percentile(medians, 0.9), 2), rounds=len(medians), samples=len(r["samples_us"]))
 
 
 def build(paths, log=None):
