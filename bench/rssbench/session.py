@@ -195,7 +195,7 @@ def main(argv):
     gpus = session_gpus(args.sessions, [] if pinned is not None else [
         d["uuid"] for d in nvidia_smi(["uuid"], every=True) if d["uuid"].startswith("GPU-")], pinned)
     if len(args.sessions) > 1 and pinned is None and len(set(gpus.values())) < len(args.sessions):
-        print("== warning: one GPU for %d sessions; the protocol wants each on its own GPU (report.py verify fails "
+        print("== warning: one GPU for %d sessions; the protocol wants each on its own GPU (report verify fails "
               "otherwise): run the next session on another GPU with --sessions N" % len(args.sessions), file=sys.stderr)
     for session in args.sessions:
         gpu = gpus[session]

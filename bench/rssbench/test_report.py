@@ -216,7 +216,7 @@ class AggregateTest(Workspace):
         self.assertIn("16384 x 8192 fp16: best strategy automatic takes 170.00 us, 1.214x the limit "
                       "(memcpy_floor 140.00 us); target 161.00 us", markdown)
         # Floors, controls and peers are never the best strategy; block_row and cluster_row are strategies.
-        self.assertEqual([v for v in report.KNOWN_VARIANTS if report.is_strategy(v)], list(records.STRATEGIES))
+        self.assertEqual([v for v in report.KNOWN_VARIANTS if report.kind(v) == "strategy"], list(records.STRATEGIES))
 
     def test_sessions_on_one_gpu_fail_verify(self):
         self.write_tiny(uuid="GPU-d2c7b736-0000")

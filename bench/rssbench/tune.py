@@ -126,7 +126,7 @@ def main(argv):
             f.write(text)
         print(f"wrote {args.out}: {len(entries)} entries", file=sys.stderr)
     except (TuneError, records.RecordError, OSError, KeyError, TypeError) as e:  # one line, no traceback
-        print(f"tune.py: error: {f'missing field {e}' if isinstance(e, KeyError) else str(e).splitlines()[0]}",
+        print(f"rssbench tune: error: {f'missing field {e}' if isinstance(e, KeyError) else str(e).splitlines()[0]}",
               file=sys.stderr)
         return 2
     return 0
