@@ -173,7 +173,8 @@ class AggregateTest(Workspace):
                       markdown)
         for keys, obj in ((("sessions", "results", "retention_deltas", "best_per_shape"), summary),
                           (("rows", "cols", "dtype", "variant", "host_us", "host_us_sessions", "device_us", "kernels",
-                            "launches", "ratio_to_limit"), lf), (("gpu", "uuid", "source_hash"), summary["sessions"][0])):
+                            "launches", "ratio_to_limit"), lf),
+                          (("gpu", "uuid", "source_hash"), summary["sessions"][0])):
             self.assertTrue(set(keys) <= set(obj), keys)
 
     def test_single_session_is_reported(self):
@@ -199,7 +200,8 @@ class AggregateTest(Workspace):
         summary, markdown, _ = report.compute(self.raw)
         best = {(b["rows"], b["cols"], b["dtype"]): b for b in summary["best_per_shape"]}
         b = best[(4096, 4096, "fp32")]
-        self.assertEqual((b["best_rss_variant"], b["limit_variant"], b["limit_target_us"]), ("cluster_row", "copy_floor", 46.0))
+        self.assertEqual((b["best_rss_variant"], b["limit_variant"], b["limit_target_us"]),
+                         ("cluster_row", "copy_floor", 46.0))
         self.assertTrue(b["within_limit_target"] and b["beats_torch_compile_graph"] and b["automatic_within_3pct"])
         self.assertTrue(b["targets_met"])
         b = best[(1, 131072, "bf16")]
@@ -484,8 +486,9 @@ class TuneTest(unittest.TestCase):
     """tune: an entry only for a clear, consistent win over the heuristic; a header that compiles."""
 
     def pilot(self, path, by_variant):
-        write(path, document(1, "rss_bench", [record((4, 8192, "fp32"), v, rnd, samples)
-                                              for v, rounds in by_variant.items() for rnd, samples in enumerate(rounds)], ""))
+        runs = [record((4, 8192, "fp32"), v, rnd, samples)
+                for v, rounds in by_variant.items() for rnd, samples in enumerate(rounds)]
+        write(path, document(1, "rss_bench", runs, ""))
 
     def decide(self, by_variant):
         with tempfile.TemporaryDirectory() as d:
@@ -500,7 +503,8 @@ class TuneTest(unittest.TestCase):
                 ({"cluster_row:256x64x4s": [[80, 81], [80, 82]]}, "cluster_row:256x64x4s",
                  ("{Strategy::cluster_row, {256, 64, 4, RowResidence::shared_memory}}",)),
                 ({"cluster_row:512x64x1p": [[80, 81], [80, 82]], "cluster_row:512x64x1s": [[85, 86], [85, 86]]},
-                 "cluster_row:512x64x1p", ("{Strategy::cluster_row, {512, 64, 1, RowResidence::shared_memory_pipelined}}",))):
+                 "cluster_row:512x64x1p",
+                 ("{Strategy::cluster_row, {512, 64, 1, RowResidence::shared_memory_pipelined}}",))):
             entries, lines = self.decide({"heuristic": heuristic, **candidates})
             self.assertEqual([e[3] for e in entries], [want])
             self.assertIn("entry", lines[0])
@@ -509,7 +513,8 @@ class TuneTest(unittest.TestCase):
             for part in parts:
                 self.assertIn(part, entry)
             self.assertIn("h200_entry_count = 1;", text)
-        self.assertEqual(self.decide({"heuristic": heuristic, "cluster_row:256x32x1": [[90, 91], [92, 90]]})[0][0][4], 90.5)
+        entries, _ = self.decide({"heuristic": heuristic, "cluster_row:256x32x1": [[90, 91], [92, 90]]})
+        self.assertEqual(entries[0][4], 90.5)
         self.assertEqual(tune.parse_variant("cluster_row:512x32x8"), ("cluster_row", (512, 32, 8, "registers")))
         for bad in ("cluster_row:512x32xs8", "cluster_row:512x32x1q", "cluster_row:512x32x1ps"):
             with self.assertRaises(tune.TuneError):
