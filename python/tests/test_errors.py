@@ -10,16 +10,7 @@ without one. Without torch every test is skipped and says why.
 """
 import pytest
 
-try:
-    import torch
-except ImportError as e:  # CI has no torch
-    pytest.skip(f"torch is not installed ({e}): the PyTorch operator's tests need torch", allow_module_level=True)
-
-import rss_torch  # noqa: E402  (the installed package: pip install --no-build-isolation ./python)
-
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: this case needs one")
-FORWARD = torch.ops.rss.rms_scaled_softmax
-BACKWARD = torch.ops.rss.rms_scaled_softmax_backward
+from rss_ops import BACKWARD, FORWARD, needs_gpu, rss_torch, torch
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=needs_gpu)])

@@ -10,17 +10,9 @@ CPU case runs without a GPU; without torch every test is skipped and says why.
 """
 import pytest
 
-try:
-    import torch
-except ImportError as e:  # CI has no torch
-    pytest.skip(f"torch is not installed ({e}): the PyTorch operator's tests need torch", allow_module_level=True)
+from rss_ops import BACKWARD, FORWARD, needs_gpu, torch
 
-import rss_torch  # noqa: E402,F401  (the installed package: pip install --no-build-isolation ./python)
-
-needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: this case needs one")
 VOUCHES = torch.ops.rss._vouches_for
-FORWARD = torch.ops.rss.rms_scaled_softmax
-BACKWARD = torch.ops.rss.rms_scaled_softmax_backward
 
 
 def foreign(ptr, shape, typestr="<f4"):

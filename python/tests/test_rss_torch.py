@@ -9,15 +9,10 @@ in test_errors.py. Without torch or without a CUDA device every test is skipped 
 """
 import pytest
 
-try:
-    import torch
-except ImportError as e:  # CI has no torch
-    pytest.skip(f"torch is not installed ({e}): the PyTorch operator's tests need torch with CUDA",
-                allow_module_level=True)
+from rss_ops import rss_torch, torch
+
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device: the PyTorch operator's tests need one", allow_module_level=True)
-
-import rss_torch  # noqa: E402  (the installed package: pip install --no-build-isolation ./python)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # Per-row relative error against float64, on top of the error the storage type makes rounding the exact answer.
