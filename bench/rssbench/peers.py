@@ -368,7 +368,7 @@ def main(argv):
         return run(0, args)
     for key, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
                        ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(key, value)  # NVLink multicast stays off in every rank
+        os.environ[key] = value  # NVLink multicast stays off in every rank, whatever the caller set
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
