@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The PyTorch package on a GPU machine, offline: a fresh virtual environment over the system's torch, the
 # package built and installed into it, its tests, the eager timings, and an editable install. Logs and JSON
-# go to OUT. Steps (default: all, in this order; each a separate command where a command's time is limited):
+# go to OUT. Steps (default: all, in this order; each can also run alone, e.g. to keep each command short):
 #   install    a fresh venv (python3 -m venv --system-site-packages), then
 #              pip install --no-index --no-build-isolation --no-deps ./python (TORCH_CUDA_ARCH_LIST=9.0, MAX_JOBS=16)
 #   test       pytest python/tests/test_errors.py -v first (were an error path to crash the process, this log names

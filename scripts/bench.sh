@@ -15,12 +15,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 usage() {
-  # session.py's own parser, not a copy of it (it imports without numpy); read first, printed last.
+  # the session command's own parser, not a copy of it (it imports without numpy); read first, printed last.
   local passed_on
   passed_on=$(python3 -c 'import sys; sys.path.insert(0, "bench/rssbench"); import session; print(session.passed_on_help())' \
     2>/dev/null) || passed_on="  (python3 bench/rssbench session --help lists them)"
   cat <<'USAGE'
-Usage: bash scripts/bench.sh [--quick | --full] [session.py options]
+Usage: bash scripts/bench.sh [--quick | --full] [rssbench session options]
 
 Builds rss_bench and measures it with the project's protocol (docs/protocol.md), then builds the report.
 Needs an NVIDIA GPU: without one it stops with exit code 2 before building anything. It first sources

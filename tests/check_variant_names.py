@@ -7,6 +7,8 @@ import os
 import re
 import sys
 
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    sys.exit(print(__doc__))
 src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
 sys.path.insert(0, os.path.join(src, "bench", "rssbench"))
 import records  # noqa: E402

@@ -3,8 +3,8 @@
 //   rss_example_basic            prints one line per strategy; exit 0 when all pass,
 //                                1 when any fails, 2 when there is no CUDA device.
 //
-// The pattern for one call: ask for the workspace size, allocate it (its contents need not be zeroed:
-// rss initialises what it keeps there), call, synchronise, check.
+// The pattern for one call: ask for the workspace size, allocate it, call, synchronise, check.
+// The workspace need not be zeroed: rss initialises what it keeps there before reading it.
 #include <cuda_runtime.h>
 
 #include <cstdint>

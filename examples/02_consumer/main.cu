@@ -56,7 +56,8 @@ int main() {
   check_rss(rss::workspace_bytes<float>(strategy, rows, cols, &bytes), "workspace_bytes");
   check_cuda(cudaMalloc(&x_device, n * sizeof(float)), "cudaMalloc(x)");
   check_cuda(cudaMalloc(&y_device, n * sizeof(float)), "cudaMalloc(y)");
-  if (bytes > 0) check_cuda(cudaMalloc(&workspace, bytes), "cudaMalloc(workspace)");  // need not be zeroed
+  // The workspace need not be zeroed: rss initialises what it keeps there before reading it.
+  if (bytes > 0) check_cuda(cudaMalloc(&workspace, bytes), "cudaMalloc(workspace)");
   check_cuda(cudaMemcpy(x_device, x.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy(x)");
 
   check_rss(rss::rms_scaled_softmax(strategy, x_device, y_device, rows, cols, workspace, bytes), "rms_scaled_softmax");
