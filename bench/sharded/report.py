@@ -21,14 +21,6 @@ ORDER = ("single_gpu", "nccl_host", "nccl_host_eager", "nccl_device", "nccl_devi
 LOG_LINE = re.compile(r"^\s*(\d+) x (\d+)\s+(\w+) (\S+)\s+(\S+) us\s+err (\S+)")
 
 
-def percentile(values, q):
-    """Linear between the two nearest ranks (numpy's default)."""
-    v = sorted(values)
-    pos = q * (len(v) - 1)
-    lo = int(pos)
-    return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (pos - lo)
-
-
 def load(paths, log=None):
     records, contexts, from_log = [], [], {}
     for line in Path(log).read_text().splitlines() if log else []:  # max_rel_err as sharded_bench printed it
@@ -62,9 +54,11 @@ def row_of(r):
     by_round = {}
     for sample, rnd in zip(r["samples_us"], r["round_of_sample"]):
         by_round.setdefault(rnd, []).append(sample)
+    import numpy as np  # here, so that --help works without it
     medians = [statistics.median(v) for _, v in sorted(by_round.items())]
-    return dict(row, host_us=round(statistics.median(medians), 2), p10_us=round(percentile(medians, 0.1), 2),
-                p90_us=round(percentile(medians, 0.9), 2), rounds=len(medians), samples=len(r["samples_us"]))
+    p10, p90 = (round(float(p), 2) for p in np.percentile(medians, [10, 90]))  # linear, as the forward report's
+    return dict(row, host_us=round(statistics.median(medians), 2), p10_us=p10, p90_us=p90, rounds=len(medians),
+                samples=len(r["samples_us"]))
 
 
 def build(paths, log=None):

@@ -1,8 +1,17 @@
 """Where an eager call's time goes: event and host times of rss and of torch's own softmax (the autograd floor),
-host issue cost per call on a tiny shape, and a profiler table of rss forward+backward."""
+host issue cost per call on a tiny shape, and a profiler table of rss forward+backward.
+
+    python3 python/benchmarks/diag_eager.py > diag.txt     (no options; needs torch with CUDA and rss_torch)
+"""
 import statistics, sys, time
-import torch, rss_torch
-from torch.profiler import profile, ProfilerActivity
+if sys.argv[1:]:
+    sys.exit(print(__doc__) if sys.argv[1] in ("-h", "--help") else f"diag_eager.py takes no options\n{__doc__}")
+try:
+    import torch, rss_torch
+    from torch.profiler import profile, ProfilerActivity
+except ImportError as e:  # exit 3 without torch, as eager.py
+    print(f"diag_eager.py: {e} (pip install --no-build-isolation ./python installs rss_torch)", file=sys.stderr)
+    sys.exit(3)
 
 def ev(call, warm=10, it=60):
     for _ in range(warm): call()
