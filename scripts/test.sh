@@ -4,6 +4,11 @@
 # GPU tests (label gpu) were not run. Where python3 has torch with a GPU, it also builds the PyTorch package
 # (python/) and runs its tests; elsewhere it says why not. RSS_BUILD_DIR picks the build folder (default build).
 set -euo pipefail
+case "${1-}" in
+  "") ;;
+  -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+  *) echo "scripts/test.sh: unknown argument '$1' (it takes none; --help says what it does)" >&2; exit 2 ;;
+esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh catch2
 build=${RSS_BUILD_DIR:-build}

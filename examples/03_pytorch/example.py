@@ -5,6 +5,8 @@
 """
 import sys
 
+if sys.argv[1:2] in (["-h"], ["--help"]):
+    sys.exit(print(__doc__))
 try:
     import torch
     import rss_torch
