@@ -51,8 +51,16 @@ if [ "${#rss_apt[@]}" -gt 0 ] || [ "${#rss_pip[@]}" -gt 0 ]; then
       echo "scripts/setup.sh: missing, and not root, so not installed here:"
       [ "${#rss_apt[@]}" -eq 0 ] || echo "    Debian packages: ${rss_apt[*]}    ->  sudo apt-get install ${rss_apt[*]}"
       if [ "${#rss_pip[@]}" -gt 0 ]; then
-        echo "    Python packages: ${rss_names[*]}    ->  python3 -m pip install --user -r $rss_requirements"
-        echo "        (or, for Debian's python3: sudo apt-get install ${rss_names[*]/#/python3-})"
+        # pip refuses --user in a virtual environment, and any install into a distribution's python (PEP 668).
+        case $(python3 -c 'import os, sys, sysconfig; print("venv" if sys.prefix != sys.base_prefix else "managed"
+                 if os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) else "user")') in
+          venv) echo "    Python packages: ${rss_names[*]}    ->  python3 -m pip install -r $rss_requirements" ;;
+          managed)
+            echo "    Python packages: ${rss_names[*]}    ->  sudo apt-get install ${rss_names[*]/#/python3-}"
+            echo "        (or in a virtual environment: python3 -m venv ~/rss-venv && . ~/rss-venv/bin/activate &&"
+            echo "         python3 -m pip install -r $rss_requirements)" ;;
+          *) echo "    Python packages: ${rss_names[*]}    ->  python3 -m pip install --user -r $rss_requirements" ;;
+        esac
       fi
       echo "Install them (or run this as root), then run the command again."
     } >&2
