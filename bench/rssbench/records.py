@@ -225,7 +225,7 @@ def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench records", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("source-hash", help="print the source hash of include/ and bench/ (docs/protocol.md)").add_argument(
-        "--tree", default=".")
+        "--tree", default=".", help="the tree to hash (default: the current directory)")
     sub.add_parser("validate", help="validate raw record files").add_argument("files", nargs="+")
     args = ap.parse_args(argv)
     if args.cmd == "source-hash":
