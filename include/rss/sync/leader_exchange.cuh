@@ -1,0 +1,137 @@
+#pragma once
+// One global round trip among cluster leaders: each cluster's leader (thread 0 of the cluster's first block)
+// writes its cluster's value to a slot in global memory and adds one to an arrival counter with release
+// semantics; the first warp of every block of the grid polls the counter with acquire loads until every
+// leader of this round has arrived, reads the slots through L2 and combines them in slot order (the same bits
+// in every block). Strategy long_row makes two such rounds per row.
+//
+// The counter is never reset. A launch's targets are `base + k * leaders` for its rounds k = 1, 2, ..., where
+// `base` is a second word of the state that the previous launch left equal to the counter: every block reads
+// it before its first cluster barrier, and the first block writes the next base after the launch's last round
+// (by then every block has read it: a leader arrives only after its whole cluster has passed the cluster
+// barrier of that round). Counts wrap modulo 2^32; waits compare by signed difference.
+//
+// Slots are reused every second round: a leader writes round k + 2's slot only after round k + 1 completed,
+// and every block reads round k's slots before it takes part in round k + 1 (its cluster barrier), so one slot
+// per leader and per kind of value (long_row alternates statistics and sums) is enough.
+//
+// Correctness condition: every block of the grid must be co-resident (cooperative launch, admitted by the
+// planner). A wait longer than max_wait_ns (a corrupted state, blocks that are not co-resident) traps: the
+// launch fails with an error instead of hanging, as RowBarrier's does.
+#include <cuda/atomic>
+
+#include <cstdint>
+#include <cstring>
+
+#include "rss/sync/row_barrier.cuh"
+
+namespace rss {
+
+/// Global state of the exchange in a workspace: arrivals == base (zero, say) before the first launch; every
+/// launch leaves them equal again. Nothing else may write it between launches.
+struct LeaderExchangeState {
+  unsigned int arrivals;
+  unsigned int base;
+};
+
+namespace detail {
+
+/// Lane i gets lane i + offset's copy of v, word by word (any trivially copyable value of whole words).
+template <class V>
+__device__ __forceinline__ V shuffle_down_words(const V& v, int offset) {
+  static_assert(sizeof(V) % 4 == 0, "shuffled values are whole 32-bit words");
+  unsigned w[sizeof(V) / 4];
+  memcpy(w, &v, sizeof(V));
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(V) / 4); ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], offset);
+  V r;
+  memcpy(&r, w, sizeof(V));
+  return r;
+}
+
+}  // namespace detail
+
+class LeaderExchange {
+ public:
+  static constexpr unsigned long long max_wait_ns = RowBarrier::max_wait_ns;
+
+  /// Every thread of every block constructs it at the start of the kernel, before the block's first cluster
+  /// barrier. `leaders`: the clusters of the grid.
+  __device__ LeaderExchange(LeaderExchangeState* state, int leaders) : state_(state), leaders_(leaders) {
+    if (threadIdx.x < 32) {
+      base_ = cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(state_->base).load(cuda::memory_order_relaxed);
+    }
+  }
+
+  /// One round. Every thread of every block calls it, the same number of times. `value` is the cluster's total,
+  /// needed only in the leader thread (`leader`: thread 0 of the cluster's first block), which writes it to
+  /// slots[cluster]. Returns the combination of all leaders' values, in slot order, to every thread; uses
+  /// `broadcast` (shared memory) to pass it from the first warp to the block.
+  template <class V, class Op>
+  __device__ V all_reduce(const V& value, V* slots, bool leader, int cluster, const V& identity, Op op, V* broadcast) {
+    ++round_;
+    if (leader) {
+      slots[cluster] = value;
+      // Release: the slot's write is visible to whoever acquires a count that includes this arrival.
+      cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(state_->arrivals).fetch_add(1u, cuda::memory_order_release);
+    }
+    if (threadIdx.x < 32) {
+      const unsigned int target = base_ + round_ * static_cast<unsigned int>(leaders_);
+      wait_for(target);  // every lane acquires for itself: its slot reads below are ordered after the arrivals
+      V acc = identity;
+      for (int i = static_cast<int>(threadIdx.x); i < leaders_; i += 32) acc = op(acc, load_slot(slots + i));
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) acc = op(acc, detail::shuffle_down_words(acc, offset));
+      if (threadIdx.x == 0) *broadcast = acc;  // lane 0's tree: the same order in every block
+    }
+    __syncthreads();
+    const V total = *broadcast;
+    return total;
+  }
+
+  /// After the launch's last round: the grid's first block leaves the next launch its base (the counter's
+  /// value now). Every thread of every block calls it.
+  __device__ void finish(bool first_block) const {
+    if (first_block && threadIdx.x == 0) {
+      cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(state_->base)
+          .store(base_ + round_ * static_cast<unsigned int>(leaders_), cuda::memory_order_relaxed);
+    }
+  }
+
+ private:
+  __device__ void wait_for(unsigned int target) const {
+    cuda::atomic_ref<unsigned int, cuda::thread_scope_device> arrivals(state_->arrivals);
+    if (static_cast<int>(arrivals.load(cuda::memory_order_acquire) - target) >= 0) return;
+    const unsigned long long start = global_time_ns();
+    while (static_cast<int>(arrivals.load(cuda::memory_order_acquire) - target) < 0) {
+      // A corrupted state or blocks that are not co-resident: fail the launch instead of hanging.
+      if (global_time_ns() - start > max_wait_ns) __trap();
+    }
+  }
+
+  /// Read through L2 (the slot was written by another SM; a stale L1 line of the previous round must not answer).
+  template <class V>
+  __device__ static V load_slot(const V* p) {
+    static_assert(sizeof(V) % 4 == 0, "slots are whole 32-bit words");
+    unsigned w[sizeof(V) / 4];
+    const auto* words = reinterpret_cast<const unsigned*>(p);
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(V) / 4); ++i) w[i] = __ldcg(words + i);
+    V r;
+    memcpy(&r, w, sizeof(V));
+    return r;
+  }
+
+  __device__ static unsigned long long global_time_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+  }
+
+  LeaderExchangeState* state_;
+  int leaders_;
+  unsigned int base_ = 0;   // meaningful in the first warp only
+  unsigned int round_ = 0;  // rounds of this launch so far
+};
+
+}  // namespace rss
