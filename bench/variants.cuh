@@ -166,13 +166,13 @@ inline std::vector<Variant> all_variants() {
 
 /// The pilot mode's candidates: cluster_row under every instantiated configuration that fits the
 /// shape (named cluster_row:THREADSxELEMSxCLUSTER, with a trailing s when the row stays in shared memory,
-/// p when it does so pipelined, on many-row shapes only), the megakernels, block_row and local_fusion, the
+/// p when it does so pipelined, on many-row shapes only), the megakernels, block_row, local_fusion and long_row, the
 /// floors; and `heuristic`, automatic's choice without a tuning table, which the candidates must beat
 /// to become table entries (bench/rssbench/tune.py).
 inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
   std::vector<Variant> v;
   for (rss::Strategy s : {rss::Strategy::megakernel_grid, rss::Strategy::megakernel_row, rss::Strategy::block_row,
-                          rss::Strategy::local_fusion}) {
+                          rss::Strategy::local_fusion, rss::Strategy::long_row}) {
     v.push_back(detail::config_variant(rss::strategy_name(s), s));
   }
   v.push_back({"heuristic", [](const ShapeBuffers& b, Prepared* p) {

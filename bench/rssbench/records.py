@@ -16,7 +16,7 @@ TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DTYPES = ("fp32", "bf16", "fp16")
 # The forward's variants in report order (report.py, tune.py); a name not listed is reported as an rss strategy.
 STRATEGIES = ("baseline", "baseline_graph", "local_fusion", "megakernel_grid", "megakernel_row", "block_row",
-              "cluster_row", "automatic")
+              "cluster_row", "long_row", "automatic")
 CONTROLS = ("control_no_retention", "control_ordinary_launch")  # the megakernel with one mechanism taken away
 FLOORS = ("copy_floor", "memcpy_floor")  # our copy kernel; cudaMemcpyAsync device to device: the limit is the faster
 PEERS = ("torch_eager", "torch_eager_graph", "torch_compile", "torch_compile_graph")

@@ -15,6 +15,7 @@ enum class Strategy : int {
   megakernel_row,   // one cooperative launch per batch, row-scoped barrier, exps retained
   block_row,        // one block per row, row retained in shared memory, one ordinary launch
   cluster_row,      // one thread-block cluster per row, row retained on chip (registers or shared memory), one launch
+  long_row,         // one row at a time over every SM, x held as stored on chip (overflow L2-resident), one cooperative launch
   automatic,        // picks one of the above per shape and device (rss/tuning/auto_select.hpp)
 };
 
@@ -22,13 +23,13 @@ namespace detail {
 /// Names in declaration order; strategy_name and strategy_from_name read this table.
 inline constexpr const char* strategy_names[] = {"baseline",        "baseline_graph", "local_fusion",
                                                  "megakernel_grid", "megakernel_row", "block_row",
-                                                 "cluster_row",     "automatic"};
+                                                 "cluster_row",     "long_row",       "automatic"};
 }  // namespace detail
 
 /// Every concrete strategy (automatic picks among them), in declaration order: tests, benches and examples iterate this.
 inline constexpr Strategy all_strategies[] = {
     Strategy::baseline,       Strategy::baseline_graph, Strategy::local_fusion, Strategy::megakernel_grid,
-    Strategy::megakernel_row, Strategy::block_row,      Strategy::cluster_row,
+    Strategy::megakernel_row, Strategy::block_row,      Strategy::cluster_row,    Strategy::long_row,
 };
 
 constexpr const char* strategy_name(Strategy s) noexcept {

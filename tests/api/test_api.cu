@@ -157,6 +157,7 @@ std::int64_t expected_logical_bytes(const rss::Config& c, std::int64_t rows, std
     case Strategy::megakernel_row:
     case Strategy::block_row: return n * io * 2 + evicted_elements * io * 2;
     case Strategy::cluster_row: return n * io * 2;
+    case Strategy::long_row: return n * io * 2 + evicted_elements * io * 2;  // the streamed part twice more (L2)
     case Strategy::automatic: break;
   }
   return -1;

@@ -5,7 +5,9 @@
 
 #include "rss/api/operator.cuh"
 #include "rss/planner/cluster_plan.hpp"
+#include "rss/planner/long_row_plan.hpp"
 #include "rss/planner/megakernel_plan.hpp"
+#include "rss/sync/leader_exchange.cuh"
 #include "rss/sync/row_barrier.cuh"
 
 namespace rss {
@@ -44,6 +46,31 @@ Status cluster_geometry(const Config& config, std::int64_t rows, std::int64_t co
   RSS_TRY(detail::cluster_row::make_plan<T>(nullptr, nullptr, false, layout, d,
                                             config.cluster.empty() ? nullptr : &config.cluster, &plan));
   *out = plan.geometry;
+  return Status::success;
+}
+
+/// The plan long_row makes for a rows x cols problem of T on the current device (without row statistics: the
+/// statistics' instantiation plans the same geometry unless its static shared memory differs).
+template <class T>
+Status long_row_geometry(std::int64_t rows, std::int64_t cols, LongRowPlan* out) noexcept {
+  if (out == nullptr) return Status::null_pointer;
+  RSS_TRY(validate_shape(rows, cols, sizeof(T)));
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  detail::long_row::Plan<T> plan;
+  RSS_TRY(detail::long_row::make_plan<T>(rows, cols, false, d, &plan));
+  *out = plan.geometry;
+  return Status::success;
+}
+
+/// Where long_row keeps its exchange state in a workspace sized for the current device. Operator::initialize
+/// zeroes it; nothing else may write it between runs; tests inspect and corrupt it.
+inline Status long_row_exchange_state(void* workspace, LeaderExchangeState** state) noexcept {
+  if (workspace == nullptr || state == nullptr) return Status::null_pointer;
+  DeviceInfo d;
+  RSS_TRY(current_device_info(&d));
+  WorkspaceCarver carver(workspace);
+  *state = detail::long_row::Workspace::carve(carver, detail::long_row::max_leaders(d)).state;
   return Status::success;
 }
 

@@ -9,6 +9,7 @@
 #include "rss/strategies/baseline_graph.cuh"
 #include "rss/strategies/cluster_row.cuh"
 #include "rss/strategies/local_fusion.cuh"
+#include "rss/strategies/long_row.cuh"
 #include "rss/strategies/megakernel.cuh"
 
 namespace rss::detail {
@@ -17,7 +18,7 @@ template <class... S>
 struct StrategyList {};
 
 using Strategies =
-    StrategyList<Baseline, BaselineGraph, LocalFusion, MegakernelGrid, MegakernelRow, BlockRow, ClusterRow>;
+    StrategyList<Baseline, BaselineGraph, LocalFusion, MegakernelGrid, MegakernelRow, BlockRow, ClusterRow, LongRow>;
 
 /// Calls f(S{}) with the strategy type of the list whose id is `id`; invalid_strategy when none is
 /// (automatic is not a strategy type: the operator resolves it first). Any registry: the forward's below,

@@ -1,0 +1,546 @@
+#pragma once
+// Strategy `long_row`: one row of millions of elements at a time, split evenly over every SM of the chip (one
+// 1024-thread block per SM, blocks in thread-block clusters), one cooperative launch. Each block holds the
+// first part of its share in shared memory as stored (16-bit stays 16-bit); the rest of the share, when the
+// row is longer than the chip's shared memory, is streamed: read once from HBM with an L2 evict_last hint and
+// re-read from L2 in the last two phases. So HBM sees x once and y once while x fits shared memory plus L2.
+//
+//   phase 1  thread 0 issues the whole tile at once as bulk copies (cp.async.bulk, evict_first: read once),
+//            one mbarrier per chunk; meanwhile every thread streams the share's remainder through registers
+//            (16-byte loads, several in flight, evict_last) and takes its statistics; then the statistics of
+//            each chunk as it lands
+//   round 1  block reduce -> cluster (distributed shared memory) -> one global round trip among the cluster
+//            leaders (rss/sync/leader_exchange.cuh): max and sum of squares
+//   phase 2  one exponential per element and their sum, from the tile, and from L2 for the remainder
+//   round 2  the same for the sum
+//   phase 3  y = exp / sum: the exponentials computed again, hidden behind the write stream (evict_first)
+//
+// Rows after the first reuse the grid (each costs its own two rounds): the strategy is for a few very long
+// rows; rss/tuning's heuristic picks it only for those. The blocks of the grid wait on each other, so the
+// launch is cooperative and the planner (rss/planner/long_row_plan.hpp) admits only co-resident grids.
+#include <cooperative_groups.h>
+#include <cub/block/block_reduce.cuh>
+#include <cuda/ptx>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <new>
+
+#include "rss/agent/forward_row.cuh"
+#include "rss/detail/launch.cuh"
+#include "rss/detail/occupancy.cuh"
+#include "rss/phases/exp_sum.cuh"
+#include "rss/phases/row_stats.cuh"
+#include "rss/phases/tile_io.cuh"
+#include "rss/planner/long_row_plan.hpp"
+#include "rss/storage.cuh"
+#include "rss/strategies/call.cuh"
+#include "rss/strategies/megakernel.cuh"  // CountersZeroed: the zeroing of workspace state before the first run
+#include "rss/sync/cluster_reduce.cuh"
+#include "rss/sync/leader_exchange.cuh"
+#include "rss/workspace.hpp"
+
+namespace rss::detail {
+namespace long_row {
+
+inline constexpr int threads = 1024;
+inline constexpr int chunks = 16;           // mbarriers per tile: statistics start on the first ~14 KB
+inline constexpr int streamed_in_flight = 4;  // 16-byte loads per thread before the first use (64 KB per SM)
+
+template <class T>
+struct Params {
+  const T* x;
+  T* y;
+  RowStatistics* stats;  // WriteStatistics: stats[row]; else unused
+  std::int64_t rows;
+  std::int64_t cols;
+  std::int64_t ld_x;
+  std::int64_t ld_y;
+  std::int64_t share;  // elements per block (multiple of 8)
+  std::int64_t tile;   // elements a block holds in shared memory (multiple of 8)
+  int clusters;
+  int cluster_size;
+  LeaderExchangeState* exchange;
+  RowStatsPartial* stat_slots;  // [clusters]
+  float* sum_slots;             // [clusters]
+};
+
+// ---------------------------------------------------------------------------------------------------
+// L2 cache policies (PTX createpolicy) and the accesses that carry them.
+
+__device__ __forceinline__ std::uint64_t evict_last_policy() {
+  std::uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ std::uint64_t evict_first_policy() {
+  std::uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
+/// One 16-byte load with an L2 policy. Volatile: phase 1's and phase 2's loads of one address must not merge.
+template <class T>
+__device__ __forceinline__ Vector<T> load_hinted(const T* p, std::uint64_t policy) {
+  uint4 bits;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(bits.x), "=r"(bits.y), "=r"(bits.z), "=r"(bits.w)
+               : "l"(p), "l"(policy)
+               : "memory");
+  Vector<T> v;
+  memcpy(&v, &bits, sizeof bits);
+  return v;
+}
+
+/// One 16-byte store with an L2 policy.
+template <class T>
+__device__ __forceinline__ void store_hinted(T* p, const Vector<T>& v, std::uint64_t policy) {
+  uint4 bits;
+  memcpy(&bits, &v, sizeof bits);
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(bits.x), "r"(bits.y),
+               "r"(bits.z), "r"(bits.w), "l"(policy)
+               : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The tile's loads: one bulk copy per chunk, each completing its own mbarrier.
+
+class ChunkLoads {
+ public:
+  /// Every thread constructs it (the constructor ends with a block barrier). `barriers`: `chunks` __shared__
+  /// 8-byte slots nothing else uses.
+  __device__ explicit ChunkLoads(std::uint64_t* barriers) : barriers_(barriers) {
+#if RSS_CLUSTER_DEVICE_CODE
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < chunks; ++i) cuda::ptx::mbarrier_init(barriers_ + i, 1);  // one arrival: issue()'s
+      cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    }
+    __syncthreads();
+#endif
+  }
+
+  /// Thread 0 only: copies `bytes` (a positive multiple of 16) from src to dst (both 16-byte aligned) and
+  /// completes chunk i's barrier. Every thread's earlier accesses to dst were ordered before this by
+  /// fence.proxy.async and a block barrier (the end of the previous row).
+  __device__ void issue(int i, void* dst, const void* src, std::uint32_t bytes, std::uint64_t policy) {
+#if RSS_CLUSTER_DEVICE_CODE
+    (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               barriers_ + i, bytes);
+    const auto dst_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+    const auto bar_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(barriers_ + i));
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+            dst_addr),
+        "l"(src), "r"(bytes), "r"(bar_addr), "l"(policy)
+        : "memory");
+#endif
+  }
+
+  /// Every thread: returns once chunk i's last copy has landed (its bytes visible to the caller). Every thread
+  /// waits on every chunk issued, so the phase bits agree across the block.
+  __device__ void wait(int i) {
+#if RSS_CLUSTER_DEVICE_CODE
+    const std::uint32_t parity = (phases_ >> i) & 1u;
+    while (!cuda::ptx::mbarrier_try_wait_parity(barriers_ + i, parity)) {
+    }
+    phases_ ^= 1u << i;
+#endif
+  }
+
+ private:
+  std::uint64_t* barriers_;
+  std::uint32_t phases_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Walks of one block's share of a row.
+
+/// The part of the share past the tile: x[0, n) from global memory. f(values, count, reload) per run: a whole
+/// 16-byte vector where `vectors` (x 16-byte aligned), else single elements; `streamed_in_flight` vectors in
+/// flight per thread. Indices are 64-bit: one share of the 2^31 + 11-element row holds 16 M elements.
+template <class T, class F>
+__device__ __forceinline__ void walk_streamed(const T* x, std::int64_t n, bool vectors, std::uint64_t policy, F&& f) {
+  using Traits = StorageTraits<T>;
+  constexpr int W = vector_width<T>;
+  const auto t = static_cast<std::int64_t>(threadIdx.x);
+  const auto single = [&](std::int64_t i) {
+    float v[W] = {};
+    v[0] = Traits::to_float(x[i]);
+    f(v, 1, [&](float (&w)[W]) {
+      w[0] = Traits::to_float(x[i]);
+#pragma unroll
+      for (int e = 1; e < W; ++e) w[e] = 0.0f;
+    });
+  };
+  std::int64_t done = 0;
+  if (vectors) {
+    const std::int64_t count = n / W;
+    constexpr std::int64_t Step = static_cast<std::int64_t>(threads) * streamed_in_flight;
+    std::int64_t v0 = 0;
+    const auto whole = [&](std::int64_t v, const Vector<T>& vec) {
+      float a[W];
+#pragma unroll
+      for (int e = 0; e < W; ++e) a[e] = Traits::to_float(vec.v[e]);
+      f(a, W, [&](float (&w)[W]) {
+        const Vector<T> again = load_vector(x + v * W);
+#pragma unroll
+        for (int e = 0; e < W; ++e) w[e] = Traits::to_float(again.v[e]);
+      });
+    };
+    for (; v0 + Step <= count; v0 += Step) {
+      Vector<T> buf[streamed_in_flight];
+#pragma unroll
+      for (int u = 0; u < streamed_in_flight; ++u) buf[u] = load_hinted(x + (v0 + u * threads + t) * W, policy);
+#pragma unroll
+      for (int u = 0; u < streamed_in_flight; ++u) whole(v0 + u * threads + t, buf[u]);
+    }
+    for (std::int64_t v = v0 + t; v < count; v += threads) whole(v, load_hinted(x + v * W, policy));
+    done = count * W;
+  }
+  for (std::int64_t i = done + t; i < n; i += threads) single(i);
+}
+
+/// The tile's 16-byte vectors [first, last) (in vectors of T), f(values, index of the first element, reload).
+template <class T, class F>
+__device__ __forceinline__ void walk_tile_vectors(const T* tile, int first, int last, F&& f) {
+  using Traits = StorageTraits<T>;
+  constexpr int W = vector_width<T>;
+  const auto* vectors = reinterpret_cast<const Vector<T>*>(tile);
+#pragma unroll 4
+  for (int i = first + static_cast<int>(threadIdx.x); i < last; i += threads) {
+    const Vector<T> vec = vectors[i];
+    float a[W];
+#pragma unroll
+    for (int e = 0; e < W; ++e) a[e] = Traits::to_float(vec.v[e]);
+    f(a, i * W, [&](float (&w)[W]) {
+      const Vector<T> again = vectors[i];
+#pragma unroll
+      for (int e = 0; e < W; ++e) w[e] = Traits::to_float(again.v[e]);
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The kernel.
+
+template <int Threads>
+struct Scratch {
+  union Reduce {
+    typename cub::BlockReduce<RowStatsPartial, Threads>::TempStorage stats;
+    typename cub::BlockReduce<float, Threads>::TempStorage sum;
+  } reduce;
+  RowStatsPartial cluster_stats[portable_cluster_size];  // cluster_all_reduce's slots, one per round kind
+  float cluster_sums[portable_cluster_size];
+  RowStatsPartial stats_total;  // the global rounds' broadcasts
+  float sum_total;
+  std::uint64_t loaded[chunks];
+};
+
+/// Every row of the launch, one after another, by the whole grid. Statistics: NoStatistics or WriteStatistics
+/// (rss/agent/forward_row.cuh): the write is its own instantiation, as in cluster_row.
+template <class T, class Statistics>
+__global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
+#if RSS_CLUSTER_DEVICE_CODE  // bulk copies and clusters: sm_90 and later; the host admits nothing else
+  using Traits = StorageTraits<T>;
+  constexpr int W = vector_width<T>;
+  extern __shared__ float4 long_row_tile[];  // float4: the bulk copy wants 16-byte alignment
+  __shared__ Scratch<threads> scratch;
+  T* const tile = reinterpret_cast<T*>(long_row_tile);
+
+  const int cluster_size = p.cluster_size;
+  const int rank = cluster_size > 1 ? static_cast<int>(cooperative_groups::this_cluster().block_rank()) : 0;
+  const int cluster = static_cast<int>(blockIdx.x) / cluster_size;
+  const bool leader = rank == 0 && threadIdx.x == 0;
+  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * p.share;
+  const std::int64_t n = begin < p.cols ? min(p.share, p.cols - begin) : 0;
+  const int held = static_cast<int>(min(n, p.tile));  // a tile fits shared memory: an int
+  const std::int64_t streamed = n - held;
+
+  ClusterStart start(cluster_size);             // before any peer may push into this block's slots
+  LeaderExchange exchange(p.exchange, p.clusters);  // reads the launch's base before the first cluster barrier
+  ChunkLoads loads(scratch.loaded);
+  const std::uint64_t keep = evict_last_policy();    // the streamed part: read again in phases 2 and 3
+  const std::uint64_t once = evict_first_policy();   // the tile's loads, phase 3's last reads, y
+
+  // Block -> cluster -> leaders; every thread gets the grid's total (the same bits in every block).
+  const auto stats_round = [&](const RowStatsPartial& mine) {
+    const RowStatsPartial block = cub::BlockReduce<RowStatsPartial, threads>(scratch.reduce.stats).Reduce(mine, CombineRowStats{});
+    const RowStatsPartial in_cluster = cluster_all_reduce(block, scratch.cluster_stats, cluster_size, start, CombineRowStats{});
+    return exchange.all_reduce(in_cluster, p.stat_slots, leader, cluster, RowStatsPartial::identity(), CombineRowStats{},
+                               &scratch.stats_total);
+  };
+  const auto sum_round = [&](float mine) {
+    const float block = cub::BlockReduce<float, threads>(scratch.reduce.sum).Reduce(mine, SumFloat{});
+    const float in_cluster = cluster_all_reduce(block, scratch.cluster_sums, cluster_size, start, SumFloat{});
+    return exchange.all_reduce(in_cluster, p.sum_slots, leader, cluster, 0.0f, SumFloat{}, &scratch.sum_total);
+  };
+
+  for (std::int64_t row = 0; row < p.rows; ++row) {
+    const T* x_row = p.x + row * p.ld_x;
+    T* y_row = p.y + row * p.ld_y;
+    // Shares start on multiples of 8 elements: a share is 16-byte aligned exactly when its row is.
+    const bool x_vectors = reinterpret_cast<std::uintptr_t>(x_row) % 16 == 0;
+    const bool y_vectors = x_vectors && reinterpret_cast<std::uintptr_t>(y_row) % 16 == 0;
+    const T* x_share = x_row + (n > 0 ? begin : 0);
+    T* y_share = y_row + (n > 0 ? begin : 0);
+    const int held_vectors = x_vectors ? held / W : 0;  // loaded by the copy engine; the rest element by element
+    const int chunk_vectors = (held_vectors + chunks - 1) / chunks;
+
+    // Phase 1: the whole tile requested at once, then the streamed part through registers, then the chunks.
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < chunks && i * chunk_vectors < held_vectors; ++i) {
+        const int count = min(chunk_vectors, held_vectors - i * chunk_vectors);
+        loads.issue(i, tile + i * chunk_vectors * W, x_share + static_cast<std::int64_t>(i) * chunk_vectors * W,
+                    static_cast<std::uint32_t>(count * W * sizeof(T)), once);
+      }
+    }
+    for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) tile[i] = x_share[i];
+
+    RowStatsPartial mine = RowStatsPartial::identity();
+    walk_streamed(x_share + held, streamed, x_vectors, keep,
+                  [&](const auto& v, int count, auto&& reload) { mine.add_run(v, count, reload); });
+    for (int i = 0; i < chunks && i * chunk_vectors < held_vectors; ++i) {
+      loads.wait(i);
+      walk_tile_vectors(tile, i * chunk_vectors, min((i + 1) * chunk_vectors, held_vectors),
+                        [&](const auto& v, int, auto&& reload) { mine.add_run(v, W, reload); });
+    }
+    __syncthreads();  // the elements the block copied itself
+    for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) {
+      const float v[W] = {Traits::to_float(tile[i])};
+      mine.add_run(v, 1, [&](float (&w)[W]) {
+        w[0] = Traits::to_float(tile[i]);
+#pragma unroll
+        for (int e = 1; e < W; ++e) w[e] = 0.0f;
+      });
+    }
+    const RowScale scale = make_row_scale(stats_round(mine), p.cols);
+
+    // Phase 2: the exponentials' sum, in fp32 over a thread's few tile vectors or one batch of streamed runs,
+    // in double across them (a thread of a 2^31-element row sums about 16,000 exponentials).
+    double wide = 0.0;
+    {
+      float s = 0.0f;
+      walk_tile_vectors(tile, 0, held_vectors, [&](const auto& v, int, auto&&) {
+#pragma unroll
+        for (int e = 0; e < W; ++e) s += scale.exp_of(v[e]);
+      });
+      for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) {
+        s += scale.exp_of(Traits::to_float(tile[i]));
+      }
+      wide += s;
+    }
+    {
+      // Runs summed in fp32 in groups of 16 (64 or 128 exponentials), each group added to the double: a
+      // conversion per run would put one F2F.F64 per vector on the exponentials' pipe.
+      float group = 0.0f;
+      int runs = 0;
+      walk_streamed(x_share + held, streamed, x_vectors, keep, [&](const auto& v, int count, auto&&) {
+#pragma unroll
+        for (int e = 0; e < W; ++e)
+          if (e < count) group += scale.exp_of(v[e]);
+        if (++runs == 16) {
+          wide += group;
+          group = 0.0f;
+          runs = 0;
+        }
+      });
+      wide += group;
+    }
+    const float total = sum_round(static_cast<float>(wide));
+    const float inv_sum = 1.0f / total;  // as a backward from these statistics forms it
+    Statistics::write(p.stats, row, blockIdx.x == 0 && threadIdx.x == 0, {scale.max, scale.inv_rms, total});
+
+    // Phase 3: y from the tile, then from the streamed part (its last use: evict_first), y itself evict_first.
+    const auto out = [&](float v) { return Traits::from_float(scale.exp_of(v) * inv_sum); };
+    {
+      const auto* vectors = reinterpret_cast<const Vector<T>*>(tile);
+#pragma unroll 4
+      for (int i = static_cast<int>(threadIdx.x); i < held_vectors; i += threads) {
+        const Vector<T> v = vectors[i];
+        Vector<T> o;
+#pragma unroll
+        for (int e = 0; e < W; ++e) o.v[e] = out(Traits::to_float(v.v[e]));
+        if (y_vectors) {
+          store_hinted(y_share + static_cast<std::int64_t>(i) * W, o, once);
+        } else {
+#pragma unroll
+          for (int e = 0; e < W; ++e) y_share[static_cast<std::int64_t>(i) * W + e] = o.v[e];
+        }
+      }
+      for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) {
+        y_share[i] = out(Traits::to_float(tile[i]));
+      }
+    }
+    {
+      const T* xs = x_share + held;
+      T* ys = y_share + held;
+      const auto t = static_cast<std::int64_t>(threadIdx.x);
+      std::int64_t done = 0;
+      if (y_vectors) {
+        const std::int64_t count = streamed / W;
+        constexpr std::int64_t Step = static_cast<std::int64_t>(threads) * streamed_in_flight;
+        std::int64_t v0 = 0;
+        const auto one = [&](std::int64_t v, const Vector<T>& in) {
+          Vector<T> o;
+#pragma unroll
+          for (int e = 0; e < W; ++e) o.v[e] = out(Traits::to_float(in.v[e]));
+          store_hinted(ys + v * W, o, once);
+        };
+        for (; v0 + Step <= count; v0 += Step) {
+          Vector<T> buf[streamed_in_flight];
+#pragma unroll
+          for (int u = 0; u < streamed_in_flight; ++u) buf[u] = load_hinted(xs + (v0 + u * threads + t) * W, once);
+#pragma unroll
+          for (int u = 0; u < streamed_in_flight; ++u) one(v0 + u * threads + t, buf[u]);
+        }
+        for (std::int64_t v = v0 + t; v < count; v += threads) one(v, load_hinted(xs + v * W, once));
+        done = count * W;
+      }
+      for (std::int64_t i = done + t; i < streamed; i += threads) ys[i] = out(Traits::to_float(xs[i]));
+    }
+    // The next row's bulk copies overwrite the tile: every thread's reads (and element-wise writes) of it are
+    // ordered before the copy engine's writes (generic proxy, then the async proxy).
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    __syncthreads();
+  }
+  if (start.pending) start.wait();  // a block still completes the cluster start barrier it arrived on
+  exchange.finish(blockIdx.x == 0);
+#else
+  (void)p;
+  __trap();  // never launched: the host admits this kernel only on sm_90 machine code
+#endif
+}
+
+template <class T>
+using Kernel = void (*)(Params<T>);
+
+template <class T>
+Kernel<T> kernel_for(bool writes_stats) {
+  return writes_stats ? kernel<T, WriteStatistics> : kernel<T, NoStatistics>;
+}
+
+/// The workspace: the exchange's state (zeroed by prepare), then one statistics slot and one sum slot per
+/// cluster leader; at most sm_count leaders (the grid has at most one block per SM).
+struct Workspace {
+  LeaderExchangeState* state;
+  RowStatsPartial* stat_slots;
+  float* sum_slots;
+
+  static Workspace carve(WorkspaceCarver& carver, std::int64_t max_leaders) {
+    Workspace w{};
+    w.state = carver.take<LeaderExchangeState>(1);
+    w.stat_slots = carver.take<RowStatsPartial>(max_leaders);
+    w.sum_slots = carver.take<float>(max_leaders);
+    return w;
+  }
+};
+
+inline std::int64_t max_leaders(const DeviceInfo& d) { return d.sm_count > 0 ? d.sm_count : 1; }
+
+template <class T>
+struct Plan {
+  LongRowPlan geometry{};
+  Kernel<T> kernel = nullptr;  // taken once here: see docs/architecture.md (one copy per translation unit)
+  int blocks_per_sm = 0;
+  std::int64_t max_leaders = 0;
+  std::shared_ptr<megakernel::CountersZeroed> counters;  // once prepared
+};
+
+/// Plans on device d, asking the runtime about the very kernel that will run.
+template <class T>
+Status make_plan(std::int64_t rows, std::int64_t cols, bool writes_stats, const DeviceInfo& d, Plan<T>* out) {
+  Plan<T> p;
+  p.kernel = kernel_for<T>(writes_stats);
+  p.max_leaders = max_leaders(d);
+  LongRowRequest request;
+  request.rows = rows;
+  request.cols = cols;
+  request.dtype = dtype_of<T>;
+  request.threads = threads;
+  if (rows > 0 && cols > 0) {
+    if (!d.cooperative_launch) return Status::cooperative_unsupported;
+    KernelFacts facts;
+    RSS_TRY(kernel_facts(p.kernel, d, &facts));
+    if (facts.binary_version < 90) return Status::unsupported_device;  // the build has no sm_90 code for it
+    request.static_shared_bytes = facts.static_shared;
+    Status query = Status::success;
+    const auto resident_clusters = [&](int size, std::size_t dynamic) -> int {
+      if (dynamic > facts.max_dynamic) return 0;
+      int answer = 0;
+      Status s = Status::success;
+      if (size == 1) {
+        s = blocks_per_sm(p.kernel, d, threads, dynamic, &answer);
+        answer *= d.sm_count;
+      } else {
+        s = active_clusters(p.kernel, d, threads, size, dynamic, &answer);
+      }
+      if (!ok(s)) query = s;
+      return ok(s) ? answer : 0;
+    };
+    const Status planned = plan_long_row(d, request, resident_clusters, &p.geometry);
+    RSS_TRY(query);
+    RSS_TRY(planned);
+    RSS_TRY(blocks_per_sm(p.kernel, d, threads, p.geometry.dynamic_shared_bytes, &p.blocks_per_sm));
+  } else {
+    RSS_TRY(plan_long_row(d, request, [](int, std::size_t) { return 0; }, &p.geometry));
+  }
+  *out = p;
+  return Status::success;
+}
+
+/// Issues (or, dry, describes) the launch of a plan.
+template <class T>
+Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* stats, const Layout& layout, void* workspace,
+                   Launcher launcher) {
+  const LongRowPlan& g = plan.geometry;
+  if (g.launch_count == 0) return Status::success;
+  const auto io = static_cast<std::int64_t>(sizeof(T));
+  // x once and y once, and the streamed part of x twice more (from L2 where it stays resident).
+  launcher.add_logical_bytes(g.rows * g.cols * io * 2 + g.streamed_elements * io * 2);
+  if (launcher.record != nullptr) launcher.record->evicted_elements += g.streamed_elements;
+  WorkspaceCarver carver(workspace);
+  const Workspace w = Workspace::carve(carver, plan.max_leaders);
+  const Params<T> p{x,          y,          stats,        g.rows,       g.cols,     layout.ld_x,
+                    layout.ld_y, g.share_elems, g.tile_elems, g.clusters, g.cluster_size, w.state,
+                    w.stat_slots, w.sum_slots};
+  launcher.cluster_size = static_cast<unsigned>(g.cluster_size);
+  return launcher("long_row", plan.kernel, static_cast<unsigned>(g.grid_blocks), static_cast<unsigned>(threads),
+                  g.dynamic_shared_bytes, true, plan.blocks_per_sm, p);
+}
+
+}  // namespace long_row
+
+/// Strategy long_row. Its workspace (the exchange's state and one slot pair per SM) depends on the device only.
+struct LongRow {
+  static constexpr Strategy id = Strategy::long_row;
+  template <class T>
+  using Plan = long_row::Plan<T>;
+
+  template <class T>
+  static Status workspace_bytes(std::int64_t, std::int64_t, const DeviceInfo& d, std::size_t* bytes) noexcept {
+    return carved_bytes<long_row::Workspace>(bytes, long_row::max_leaders(d));
+  }
+  template <class T>
+  static Status make_plan(const Call<T>& c, const DeviceInfo& d, const Config&, Plan<T>* plan) noexcept {
+    return long_row::make_plan<T>(c.layout.rows, c.layout.cols, c.stats != nullptr, d, plan);
+  }
+  /// Zeroes the exchange's state on `stream`; runs on other streams are ordered after it.
+  template <class T>
+  static Status prepare(Plan<T>& plan, const Call<T>& c, cudaStream_t stream) noexcept {
+    WorkspaceCarver state;
+    state.take<LeaderExchangeState>(1);
+    std::shared_ptr<megakernel::CountersZeroed> zeroed(new (std::nothrow) megakernel::CountersZeroed);
+    if (zeroed == nullptr) return Status::cuda_error;
+    RSS_TRY(zeroed->zero(c.workspace, state.bytes(), stream));
+    plan.counters = std::move(zeroed);
+    return Status::success;
+  }
+  template <class T>
+  static Status launch(const Plan<T>& plan, const Call<T>& c, const Launcher& launcher) noexcept {
+    if (plan.counters != nullptr && !launcher.dry_run) RSS_TRY(plan.counters->order_before(launcher.stream));
+    return long_row::launch_plan(plan, c.x, c.y, c.stats, c.layout, c.workspace, launcher);
+  }
+};
+
+}  // namespace rss::detail
