@@ -248,14 +248,25 @@ rss::DeviceInfo device_like(int clusters = 16, bool cooperative = true, std::siz
 const rss::DeviceInfo hopper_like = device_like();
 }
 
-TEST_CASE("the automatic heuristic keeps rows in clusters and sends long rows to the megakernels", "[tuning][automatic]") {
+TEST_CASE("the automatic heuristic keeps rows in clusters, one long row in long_row, several in the megakernels",
+          "[tuning][automatic]") {
   CHECK(rss::auto_select(hopper_like, nullptr, 4096, 4096, DType::fp32).config.strategy == Strategy::cluster_row);
-  CHECK(rss::auto_select(hopper_like, nullptr, 1, 1048576, DType::fp32).config.strategy == Strategy::megakernel_grid);
-  CHECK(rss::auto_select(hopper_like, nullptr, 1, 16777216, DType::fp32).config.strategy == Strategy::megakernel_row);
+  for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
+    for (const std::int64_t cols : {std::int64_t{1} << 20, std::int64_t{1} << 22, std::int64_t{1} << 24}) {
+      CAPTURE(rss::dtype_name(dtype), cols);
+      CHECK(rss::auto_select(hopper_like, nullptr, 1, cols, dtype).config.strategy == Strategy::long_row);
+    }
+  }
+  CHECK(rss::auto_select(hopper_like, nullptr, 2, 1048576, DType::fp32).config.strategy == Strategy::megakernel_grid);
+  CHECK(rss::auto_select(hopper_like, nullptr, 2, 16777216, DType::fp32).config.strategy == Strategy::megakernel_row);
   // Where megakernel_row takes over follows the device's shared memory, not a constant.
-  CHECK(rss::auto_select(hopper_like, nullptr, 1, 4194304, DType::fp32).config.strategy == Strategy::megakernel_grid);
+  CHECK(rss::auto_select(hopper_like, nullptr, 3, 1398101, DType::fp32).config.strategy == Strategy::megakernel_grid);
   const rss::DeviceInfo small_shared = device_like(16, true, 48 * 1024);
-  CHECK(rss::auto_select(small_shared, nullptr, 1, 4194304, DType::fp32).config.strategy == Strategy::megakernel_row);
+  CHECK(rss::auto_select(small_shared, nullptr, 3, 1398101, DType::fp32).config.strategy == Strategy::megakernel_row);
+  // Before sm_90 (no bulk copies) a long row stays with the megakernels.
+  rss::DeviceInfo ampere = device_like(0, true);
+  ampere.cc_major = 8;
+  CHECK(rss::auto_select(ampere, nullptr, 1, 1048576, DType::fp32).config.strategy == Strategy::megakernel_grid);
   const rss::AutoChoice c = rss::auto_select(hopper_like, nullptr, 4096, 4096, DType::bf16);
   CHECK(c.config.strategy == Strategy::cluster_row);
   CHECK_FALSE(c.from_table);
@@ -278,6 +289,7 @@ TEST_CASE("the automatic heuristic only picks what the device can launch", "[tun
   CHECK(long_row != Strategy::megakernel_grid);
   CHECK(long_row != Strategy::megakernel_row);
   CHECK(long_row != Strategy::cluster_row);
+  CHECK(long_row != Strategy::long_row);  // cooperative too: its blocks wait on each other
   const rss::DeviceInfo nothing = device_like(0, false);
   CHECK(rss::auto_select(nothing, nullptr, 4096, 4096, DType::fp32).config.strategy == rss::fallback_strategy);
   CHECK(rss::auto_select(nothing, nullptr, 1, 16777216, DType::fp32).config.strategy == rss::fallback_strategy);
@@ -314,7 +326,7 @@ TEST_CASE("a tuning table entry wins over the heuristic for its dtype and ranges
   // Outside every range: the heuristic.
   const rss::AutoChoice outside = rss::auto_select(d, table_ptr, 1, 16777216, DType::fp32);
   CHECK_FALSE(outside.from_table);
-  CHECK(outside.config.strategy == Strategy::megakernel_row);
+  CHECK(outside.config.strategy == Strategy::long_row);
   CHECK_FALSE(rss::auto_select(d, table_ptr, 999, 4096, DType::fp32).from_table);
   CHECK(rss::auto_select(d, table_ptr, 1000, 1000, DType::fp32).from_table);  // ranges are inclusive
   CHECK(rss::auto_select(d, table_ptr, 8192, 8192, DType::fp32).from_table);

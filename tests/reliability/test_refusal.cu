@@ -129,12 +129,12 @@ TEST_CASE("a cooperative launch refused at run time: a status for the megakernel
   // The test's premise: the driver refuses a cooperative grid larger than the partition holds.
   REQUIRE(partition_refuses_full_grid(partition, chip_sms));
 
-  const std::int64_t rows = 1, cols = 1 << 20;  // one row longer than a cluster: automatic picks a megakernel
+  const std::int64_t rows = 1, cols = 1 << 20;  // one row longer than a cluster: automatic picks long_row
   std::size_t bytes = 0;
   REQUIRE(rss::workspace_bytes<float>(Strategy::automatic, rows, cols, &bytes) == Status::success);
 
-  SECTION("megakernel_grid and megakernel_row return not_admissible and leave y untouched") {
-    for (const Strategy s : {Strategy::megakernel_grid, Strategy::megakernel_row}) {
+  SECTION("megakernel_grid, megakernel_row and long_row return not_admissible and leave y untouched") {
+    for (const Strategy s : {Strategy::megakernel_grid, Strategy::megakernel_row, Strategy::long_row}) {
       INFO(rss::strategy_name(s));
       Problem p(rows, cols, bytes);
       rss::Operator<float> op;
@@ -154,7 +154,7 @@ TEST_CASE("a cooperative launch refused at run time: a status for the megakernel
     rss::Operator<float> op;
     REQUIRE(op.initialize(Strategy::automatic, p.x.get<float>(), p.y.get<float>(), rss::Layout::contiguous(rows, cols),
                           p.workspace.get(), bytes) == Status::success);
-    REQUIRE(op.strategy() != Strategy::local_fusion);  // planned for the whole chip: a megakernel
+    REQUIRE(op.strategy() == Strategy::long_row);  // planned for the whole chip
     Strategy ran = Strategy::automatic;
     partition.enter();
     const Status status = op.run(partition.stream(), &ran);
@@ -178,16 +178,17 @@ TEST_CASE("a cooperative launch refused at run time: a status for the megakernel
   }
 }
 
-TEST_CASE("automatic's run-time fallback leaves megakernel_row's barrier state intact: the next full-chip run works",
+TEST_CASE("automatic's run-time fallback leaves long_row's exchange state intact: the next full-chip run works",
           "[gpu][reliability][refusal]") {
   int chip_sms = 0;
   RSS_TEST_CUDA(cudaDeviceGetAttribute(&chip_sms, cudaDevAttrMultiProcessorCount, 0));
   SmallPartition partition(16);
   REQUIRE(partition_refuses_full_grid(partition, chip_sms));
 
-  // 1 x 2^23 fp32 overflows the chip's shared memory: automatic plans megakernel_row, whose barrier
-  // counters live in the workspace. The fallback (local_fusion) has a region of its own: it used to
-  // write its row statistics over the counters, and the next megakernel_row run trapped after 20 s.
+  // 1 x 2^23 fp32 overflows the chip's shared memory: automatic plans long_row, whose exchange state (a
+  // counter and a base that every launch leaves equal) lives in the workspace. The fallback (local_fusion) has
+  // a region of its own: it once wrote its row statistics over megakernel_row's counters, and the next
+  // megakernel_row run trapped after 20 s. A refused launch must not touch the state either.
   const std::int64_t rows = 1, cols = std::int64_t{1} << 23;
   std::size_t bytes = 0;
   REQUIRE(rss::workspace_bytes<float>(Strategy::automatic, rows, cols, &bytes) == Status::success);
@@ -195,7 +196,7 @@ TEST_CASE("automatic's run-time fallback leaves megakernel_row's barrier state i
   rss::Operator<float> op;
   REQUIRE(op.initialize(Strategy::automatic, p.x.get<float>(), p.y.get<float>(), rss::Layout::contiguous(rows, cols),
                         p.workspace.get(), bytes) == Status::success);
-  REQUIRE(op.strategy() == Strategy::megakernel_row);
+  REQUIRE(op.strategy() == Strategy::long_row);
   std::vector<double> in(p.host_x.begin(), p.host_x.end()), ref(in.size());
   rss::reference::rms_scaled_softmax(in.data(), ref.data(), rows, cols);
   const auto error = [&] {
@@ -219,7 +220,7 @@ TEST_CASE("automatic's run-time fallback leaves megakernel_row's barrier state i
     REQUIRE(op.run(nullptr, &ran) == Status::success);
     RSS_TEST_CUDA(cudaDeviceSynchronize());  // a corrupted barrier would trap here after 20 s
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
-    CHECK(ran == Strategy::megakernel_row);
+    CHECK(ran == Strategy::long_row);
     CHECK(error() <= rss::reference::fp32_tolerance);
     rss_test::poison(p.y);
   }
