@@ -32,6 +32,8 @@ if [ "$part" != sanitizers ]; then
   run gpu_megakernel_stress 300 "$build/tests/rss_gpu_megakernel_tests" "[stress]"
   run gpu_reliability 900 "$build/tests/rss_gpu_reliability_tests"
   run gpu_refusal 120 "$build/tests/rss_gpu_refusal_tests"
+  run gpu_long_row 600 "$build/tests/rss_gpu_long_row_tests"
+  run gpu_long_row_bounded_wait 120 "$build/tests/rss_gpu_long_row_wait_test"
   run gpu_backward 900 "$build/tests/backward/rss_backward_gpu_tests"
   # Built only where NCCL was found; multicast stays off. The process-per-GPU test skips (77) on one GPU.
   if [ -x "$build/tests/sharded/rss_sharded_gpu_tests" ]; then
