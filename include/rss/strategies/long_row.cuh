@@ -19,7 +19,6 @@
 // rows; rss/tuning's heuristic picks it only for those. The blocks of the grid wait on each other, so the
 // launch is cooperative and the planner (rss/planner/long_row_plan.hpp) admits only co-resident grids.
 #include <cooperative_groups.h>
-#include <cub/block/block_reduce.cuh>
 #include <cuda/ptx>
 #include <cuda_runtime.h>
 
@@ -37,7 +36,7 @@
 #include "rss/storage.cuh"
 #include "rss/strategies/call.cuh"
 #include "rss/strategies/megakernel.cuh"  // CountersZeroed: the zeroing of workspace state before the first run
-#include "rss/sync/cluster_reduce.cuh"
+#include "rss/agent/cluster_combine.cuh"
 #include "rss/sync/leader_exchange.cuh"
 #include "rss/workspace.hpp"
 
@@ -224,14 +223,12 @@ __device__ __forceinline__ void walk_tile_vectors(const T* tile, int first, int 
 // ---------------------------------------------------------------------------------------------------
 // The kernel.
 
+/// A row's two rounds within the cluster: the statistics, then the sum of exponentials (the row agent's combine).
+using RowRounds = Rounds<RowStatsPartial, float>;
+
 template <int Threads>
 struct Scratch {
-  union Reduce {
-    typename cub::BlockReduce<RowStatsPartial, Threads>::TempStorage stats;
-    typename cub::BlockReduce<float, Threads>::TempStorage sum;
-  } reduce;
-  RowStatsPartial cluster_stats[portable_cluster_size];  // cluster_all_reduce's slots, one per round kind
-  float cluster_sums[portable_cluster_size];
+  typename ClusterCombine<Threads, RowRounds>::Storage combine;
   RowStatsPartial stats_total;  // the global rounds' broadcasts
   float sum_total;
   std::uint64_t loaded[chunks];
@@ -257,22 +254,20 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
   const int held = static_cast<int>(min(n, p.tile));  // a tile fits shared memory: an int
   const std::int64_t streamed = n - held;
 
-  ClusterStart start(cluster_size);             // before any peer may push into this block's slots
-  LeaderExchange exchange(p.exchange, p.clusters);  // reads the launch's base before the first cluster barrier
+  ClusterCombine<threads, RowRounds> combine(cluster_size, scratch.combine);  // before any peer may push to this block
+  LeaderExchange exchange(p.exchange, p.clusters);  // reads the launch's base before the first cluster exchange
   ChunkLoads loads(scratch.loaded);
   const std::uint64_t keep = evict_last_policy();    // the streamed part: read again in phases 2 and 3
   const std::uint64_t once = evict_first_policy();   // the tile's loads, phase 3's last reads, y
 
   // Block -> cluster -> leaders; every thread gets the grid's total (the same bits in every block).
   const auto stats_round = [&](const RowStatsPartial& mine) {
-    const RowStatsPartial block = cub::BlockReduce<RowStatsPartial, threads>(scratch.reduce.stats).Reduce(mine, CombineRowStats{});
-    const RowStatsPartial in_cluster = cluster_all_reduce(block, scratch.cluster_stats, cluster_size, start, CombineRowStats{});
+    const RowStatsPartial in_cluster = combine.template all_reduce<0>(mine, CombineRowStats{});
     return exchange.all_reduce(in_cluster, p.stat_slots, leader, cluster, RowStatsPartial::identity(), CombineRowStats{},
                                &scratch.stats_total);
   };
   const auto sum_round = [&](float mine) {
-    const float block = cub::BlockReduce<float, threads>(scratch.reduce.sum).Reduce(mine, SumFloat{});
-    const float in_cluster = cluster_all_reduce(block, scratch.cluster_sums, cluster_size, start, SumFloat{});
+    const float in_cluster = combine.template all_reduce<1>(mine, SumFloat{});
     return exchange.all_reduce(in_cluster, p.sum_slots, leader, cluster, 0.0f, SumFloat{}, &scratch.sum_total);
   };
 
@@ -403,8 +398,9 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
     // ordered before the copy engine's writes (generic proxy, then the async proxy).
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
     __syncthreads();
+    combine.end_row();
   }
-  if (start.pending) start.wait();  // a block still completes the cluster start barrier it arrived on
+  combine.finish();  // a block still completes the cluster start barrier it arrived on
   exchange.finish(blockIdx.x == 0);
 #else
   (void)p;

@@ -7,12 +7,13 @@
 //
 // The counter is never reset. A launch's targets are `base + k * leaders` for its rounds k = 1, 2, ..., where
 // `base` is a second word of the state that the previous launch left equal to the counter: every block reads
-// it before its first cluster barrier, and the first block writes the next base after the launch's last round
-// (by then every block has read it: a leader arrives only after its whole cluster has passed the cluster
-// barrier of that round). Counts wrap modulo 2^32; waits compare by signed difference.
+// it before its first cluster exchange, and the first block writes the next base after the launch's last round
+// (by then every block has read it: a leader arrives only after its cluster's exchange of that round, which
+// waits for every block of the cluster's push, made after that block's read). Counts wrap modulo 2^32; waits
+// compare by signed difference.
 //
 // Slots are reused every second round: a leader writes round k + 2's slot only after round k + 1 completed,
-// and every block reads round k's slots before it takes part in round k + 1 (its cluster barrier), so one slot
+// and every block reads round k's slots before it takes part in round k + 1 (its push to its cluster), so one slot
 // per leader and per kind of value (long_row alternates statistics and sums) is enough.
 //
 // Correctness condition: every block of the grid must be co-resident (cooperative launch, admitted by the
@@ -56,7 +57,7 @@ class LeaderExchange {
   static constexpr unsigned long long max_wait_ns = RowBarrier::max_wait_ns;
 
   /// Every thread of every block constructs it at the start of the kernel, before the block's first cluster
-  /// barrier. `leaders`: the clusters of the grid.
+  /// exchange. `leaders`: the clusters of the grid.
   __device__ LeaderExchange(LeaderExchangeState* state, int leaders) : state_(state), leaders_(leaders) {
     if (threadIdx.x < 32) {
       base_ = cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(state_->base).load(cuda::memory_order_relaxed);
