@@ -116,7 +116,14 @@ void check_issue_shapes() {
     if (cols == std::int64_t{1} << 24 && sizeof(T) == 4) CHECK(plan.streamed_elems_per_row > 0);
     if (cols <= std::int64_t{1} << 22) CHECK(plan.streamed_elems_per_row == 0);
 
-    const double tolerance = rss::reference::tolerance(rss::dtype_of<T>);
+    // The stated bound (rss/reference/tolerance.hpp): fp32's, or for 16-bit storage what rounding the exact answer
+    // to T costs plus twice fp32's. A row of 2^22 or more fp16 values has most outputs below fp16's normal range,
+    // where that cost alone exceeds the 1e-2 of ordinary rows.
+    const double tolerance =
+        sizeof(T) == 4 ? rss::reference::fp32_tolerance
+                       : rss::reference::storage_tolerance(p.reference.data(), cols, [](double v) {
+                           return rss_test::to_double(rss_test::from_float<T>(static_cast<float>(v)));
+                         });
     const double error = run_once(p, workspace.get(), bytes);
     INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
     CHECK(error <= tolerance);
