@@ -1,0 +1,115 @@
+// Where long_row's time goes, per phase: a diagnostic for a throwaway copy of the tree, never part of the library.
+// dev/long_row_stamps.patch makes thread 0 of every block record %globaltimer at seven points of row 0; this driver
+// runs long_row on the single long rows and prints, per point, the earliest and the latest block relative to the
+// earliest kernel entry (median of 30 runs), with the host completion time and the CUDA-event time of a run.
+//
+//   git apply dev/long_row_stamps.patch
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I include dev/long_row_stamps.cu -o long_row_stamps
+//   ./long_row_stamps            (then: git checkout include/rss/strategies/long_row.cuh)
+//
+// Points: 0 entry, 1 phase 1 done (local statistics), 2 statistics round done, 3 phase 2 done (local sum),
+// 4 sum round done, 5 phase 3 done (y stored), 6 exit. %globaltimer ticks in ns on Hopper (its update interval
+// is about 32 ns on recent drivers: differences under 0.1 us are noise).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "rss/rss.cuh"
+
+namespace {
+
+constexpr int points = 7;
+constexpr int runs = 30;
+const char* const point_names[points] = {"entry", "phase 1", "round 1", "phase 2", "round 2", "phase 3", "exit"};
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "long_row_stamps: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class T>
+void measure(const char* dtype, std::int64_t cols) {
+  std::vector<T> host(static_cast<std::size_t>(cols));
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (T& v : host) v = static_cast<T>(u(gen));
+  T *x = nullptr, *y = nullptr;
+  void* workspace = nullptr;
+  std::size_t bytes = 0;
+  check(cudaMalloc(&x, host.size() * sizeof(T)), "x");
+  check(cudaMalloc(&y, host.size() * sizeof(T)), "y");
+  check(cudaMemcpy(x, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copy x");
+  if (rss::workspace_bytes<T>(rss::Strategy::long_row, 1, cols, &bytes) != rss::Status::success) std::exit(1);
+  check(cudaMalloc(&workspace, bytes), "workspace");
+  check(cudaMemset(workspace, 0, bytes), "workspace");
+  rss::Operator<T> op;
+  const rss::Status s = op.initialize(rss::Strategy::long_row, x, y, rss::Layout::contiguous(1, cols), workspace, bytes);
+  if (s != rss::Status::success) {
+    std::printf("%s 1 x %lld: initialize: %s\n", dtype, static_cast<long long>(cols), rss::status_message(s));
+    return;
+  }
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  for (int w = 0; w < 5; ++w) op.run();
+  check(cudaDeviceSynchronize(), "warm-up");
+
+  std::vector<std::vector<double>> lo(points), hi(points);
+  std::vector<double> host_us, event_us;
+  for (int r = 0; r < runs; ++r) {
+    const std::vector<unsigned long long> none(points, ~0ull), zero(points, 0ull);
+    check(cudaMemcpyToSymbol(rss_long_row_stamp_min, none.data(), points * sizeof(unsigned long long)), "reset");
+    check(cudaMemcpyToSymbol(rss_long_row_stamp_max, zero.data(), points * sizeof(unsigned long long)), "reset");
+    check(cudaDeviceSynchronize(), "reset");
+    const auto t0 = std::chrono::steady_clock::now();
+    check(cudaEventRecord(start), "record");
+    if (op.run() != rss::Status::success) std::exit(1);
+    check(cudaEventRecord(stop), "record");
+    check(cudaEventSynchronize(stop), "run");
+    host_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    float ms = 0.0f;
+    check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    event_us.push_back(ms * 1000.0);
+    std::vector<unsigned long long> mn(points), mx(points);
+    check(cudaMemcpyFromSymbol(mn.data(), rss_long_row_stamp_min, points * sizeof(unsigned long long)), "stamps");
+    check(cudaMemcpyFromSymbol(mx.data(), rss_long_row_stamp_max, points * sizeof(unsigned long long)), "stamps");
+    for (int i = 0; i < points; ++i) {
+      lo[i].push_back((static_cast<double>(mn[i]) - static_cast<double>(mn[0])) / 1000.0);
+      hi[i].push_back((static_cast<double>(mx[i]) - static_cast<double>(mn[0])) / 1000.0);
+    }
+  }
+  std::printf("%s 1 x %lld: host %.1f us, events %.1f us; us after the first block's entry (first block / last block):\n",
+              dtype, static_cast<long long>(cols), median(host_us), median(event_us));
+  for (int i = 0; i < points; ++i) std::printf("  %-8s %8.2f %8.2f\n", point_names[i], median(lo[i]), median(hi[i]));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(workspace);
+  cudaFree(y);
+  cudaFree(x);
+}
+
+}  // namespace
+
+int main() {
+  for (const std::int64_t cols : {std::int64_t{1} << 20, std::int64_t{1} << 22, std::int64_t{1} << 24}) {
+    measure<float>("fp32", cols);
+    measure<__nv_bfloat16>("bf16", cols);
+    measure<__half>("fp16", cols);
+  }
+  return 0;
+}
