@@ -129,7 +129,7 @@ TEST_CASE("a cooperative launch refused at run time: a status for the megakernel
   // The test's premise: the driver refuses a cooperative grid larger than the partition holds.
   REQUIRE(partition_refuses_full_grid(partition, chip_sms));
 
-  const std::int64_t rows = 1, cols = 1 << 20;  // one row longer than a cluster: automatic picks long_row
+  const std::int64_t rows = 1, cols = 1 << 20;  // one row longer than a cluster: automatic picks megakernel_grid
   std::size_t bytes = 0;
   REQUIRE(rss::workspace_bytes<float>(Strategy::automatic, rows, cols, &bytes) == Status::success);
 
@@ -156,7 +156,7 @@ TEST_CASE("a cooperative launch refused at run time: a status for the megakernel
     rss::Operator<float> op;
     REQUIRE(op.initialize(Strategy::automatic, p.x.get<float>(), p.y.get<float>(), rss::Layout::contiguous(rows, cols),
                           p.workspace.get(), bytes) == Status::success);
-    REQUIRE(op.strategy() == Strategy::long_row);  // planned for the whole chip
+    REQUIRE(op.strategy() == Strategy::megakernel_grid);  // planned for the whole chip
     Strategy ran = Strategy::automatic;
     partition.enter();
     const Status status = op.run(partition.stream(), &ran);

@@ -47,21 +47,22 @@ struct AutoChoice {
 inline constexpr Strategy fallback_strategy = Strategy::local_fusion;
 
 /// Heuristic: a row a cluster can hold stays in registers (cluster_row, one launch, no global
-/// barrier; on the H200 it beat the megakernels on every such shape measured, one row included); one
-/// longer row goes to long_row (the whole chip on that row, x held as stored, two rounds among cluster
-/// leaders); several longer rows go to the grid-barrier megakernel, which works on them at once, or to
-/// megakernel_row once they overflow the chip's shared memory and tiles are evicted. Without clusters: the
-/// megakernels, else local_fusion.
+/// barrier; on the H200 it beat the megakernels on every such shape measured, one row included). Longer rows
+/// go to the grid-barrier megakernel, which retains their fp32 tiles on chip, or, once those overflow the
+/// chip's shared memory: one row to long_row (x held as stored, only the overflow re-read, from L2), several
+/// to megakernel_row (tiles evicted and re-read). Without clusters: the megakernels, else local_fusion.
 inline AutoChoice heuristic_choice(const DeviceInfo& d, std::int64_t rows, std::int64_t cols, DType dtype) noexcept {
   if (default_cluster_config(cols, dtype, d.max_cluster_size).cluster_size > 0) return {Config{Strategy::cluster_row}, false};
   if (!d.cooperative_launch) return {Config{fallback_strategy}, false};
-  // long_row needs sm_90 (bulk copies, clusters): a device with clusters has both.
-  if (rows == 1 && d.max_cluster_size > 0 && d.compute_capability() >= 90) return {Config{Strategy::long_row}, false};
-  // The megakernels retain fp32 tiles. Once the whole problem no longer fits the chip's shared memory,
-  // tiles are evicted and re-read; megakernel_row, whose blocks wait only for their own row, won there.
   const std::int64_t retained_bytes = rows * cols * static_cast<std::int64_t>(sizeof(float));
   const auto shared = static_cast<std::int64_t>(d.shared_per_sm);
   const bool overflows = shared > 0 && retained_bytes > shared * d.sm_count;
+  // While the tiles fit, megakernel_grid's fixed cost is the lower (H200: 20.1 against 24.3 us on 1 x 2^20
+  // fp32, 25.1 against 27.3 on 1 x 2^22; bench/NOTES.md, "Long rows, step 1"). long_row needs sm_90 (bulk
+  // copies, clusters): a device with clusters has both.
+  if (rows == 1 && overflows && d.max_cluster_size > 0 && d.compute_capability() >= 90) {
+    return {Config{Strategy::long_row}, false};
+  }
   return {Config{overflows ? Strategy::megakernel_row : Strategy::megakernel_grid}, false};
 }
 
