@@ -60,4 +60,16 @@ for tool in memcheck racecheck synccheck initcheck; do
   echo "compute-sanitizer $tool: exit $rc in $((SECONDS - t0)) s, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/sanitize_$tool.log" | tail -1)"
   [ "$rc" -eq 0 ] || status=1
 done
+# long_row's streamed part and element-wise tiles need rows longer than the chip's shared memory: too long for
+# racecheck, and global memory only (what racecheck checks, shared memory, [sanitize] covers).
+if [ -x "$build/tests/rss_gpu_long_row_tests" ]; then
+  for tool in memcheck synccheck initcheck; do
+    t0=$SECONDS
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/rss_gpu_long_row_tests" "[layouts]" \
+      > "$logs/sanitize_long_row_$tool.log" 2>&1
+    rc=$?
+    echo "compute-sanitizer $tool (long_row layouts): exit $rc in $((SECONDS - t0)) s, $(grep -E 'ERROR SUMMARY' "$logs/sanitize_long_row_$tool.log" | tail -1)"
+    [ "$rc" -eq 0 ] || status=1
+  done
+fi
 exit $status

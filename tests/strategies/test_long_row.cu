@@ -161,7 +161,7 @@ TEST_CASE("long_row matches the reference on 1 x 2^20, 2^22 and 2^24 in fp32, bf
   check_issue_shapes<__half>();
 }
 
-TEST_CASE("long_row: unaligned rows, odd widths, several rows and strided layouts", "[gpu][long_row]") {
+TEST_CASE("long_row: unaligned rows, odd widths, several rows and strided layouts", "[gpu][long_row][layouts]") {
   const std::size_t bytes = long_row_workspace();
   rss_test::DeviceBuffer workspace(bytes);
   struct Case {

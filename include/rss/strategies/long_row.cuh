@@ -521,14 +521,16 @@ struct LongRow {
   static Status make_plan(const Call<T>& c, const DeviceInfo& d, const Config&, Plan<T>* plan) noexcept {
     return long_row::make_plan<T>(c.layout.rows, c.layout.cols, c.stats != nullptr, d, plan);
   }
-  /// Zeroes the exchange's state on `stream`; runs on other streams are ordered after it.
+  /// Zeroes the exchange's state on `stream`, and its slots with it: a slot's padding (RowStatsPartial's four
+  /// bytes after max) is never written by the exchange but is read with the slot, which initcheck reports.
+  /// Runs on other streams are ordered after it.
   template <class T>
   static Status prepare(Plan<T>& plan, const Call<T>& c, cudaStream_t stream) noexcept {
-    WorkspaceCarver state;
-    state.take<LeaderExchangeState>(1);
+    std::size_t bytes = 0;
+    RSS_TRY(carved_bytes<long_row::Workspace>(&bytes, plan.max_leaders));
     std::shared_ptr<megakernel::CountersZeroed> zeroed(new (std::nothrow) megakernel::CountersZeroed);
     if (zeroed == nullptr) return Status::cuda_error;
-    RSS_TRY(zeroed->zero(c.workspace, state.bytes(), stream));
+    RSS_TRY(zeroed->zero(c.workspace, bytes, stream));
     plan.counters = std::move(zeroed);
     return Status::success;
   }
