@@ -520,6 +520,15 @@ class TuneTest(unittest.TestCase):
             with self.assertRaises(tune.TuneError):
                 tune.parse_variant(bad)
 
+    def test_a_newer_pilot_supersedes_an_older_one_on_the_shapes_it_measured(self):
+        with tempfile.TemporaryDirectory() as d:
+            old, new = os.path.join(d, "h200_pilot7a.json"), os.path.join(d, "h200_pilot8a.json")
+            self.pilot(old, {"heuristic": [[100], [100]], "cluster_row:256x32x1": [[80], [80]]})
+            self.pilot(new, {"heuristic": [[100], [100]], "long_row": [[70], [70]]})
+            entries, _ = tune.decide(tune.timings([old, new]), 0.03)
+            self.assertEqual([e[3] for e in entries], ["long_row"])  # pilot 7's candidate no longer counts
+            self.assertEqual(tune.pilot_number(old), 7)
+
     def test_no_entry_within_the_margin_in_some_rounds_or_for_a_floor(self):
         for by_variant, line in (({"megakernel_grid": [[98], [98]]}, "within the margin"),
                                  ({"megakernel_grid": [[90], [101]]}, "noise"),

@@ -7,6 +7,7 @@ A candidate becomes an entry for exactly its shape when it beats the heuristic b
 median and in every round (docs/protocol.md, "The tools in detail"). Decisions go to stderr, the header to --out.
 """
 import argparse
+import re
 import statistics
 import sys
 from collections import defaultdict, namedtuple
@@ -24,11 +25,27 @@ class TuneError(Exception):
     """A problem with the input files or the arguments, said in one line (no traceback)."""
 
 
+def pilot_number(path):
+    """A pilot file's number: h200_pilot8a.json -> 8 (a pilot's halves, a and b, share it); 0 when unnumbered."""
+    m = re.search(r"pilot(\d+)[a-z]?\.json$", path)
+    return int(m.group(1)) if m else 0
+
+
 def timings(paths, docs=None):
-    """{(rows, cols, dtype): {variant: Timing}} over every record of every file (each file's rounds apart)."""
-    samples = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for path, doc in docs or [(path, records.load(path, complete=False)) for path in paths]:
+    """{(rows, cols, dtype): {variant: Timing}}: per shape, every record of the newest pilot that measured it
+    (a later pilot re-measures the shapes a change touched and supersedes the older one there; each file's
+    rounds apart)."""
+    docs = docs or [(path, records.load(path, complete=False)) for path in paths]
+    newest = defaultdict(int)
+    for path, doc in docs:
         for r in doc["records"]:
+            shape = (r["rows"], r["cols"], r["dtype"])
+            newest[shape] = max(newest[shape], pilot_number(path))
+    samples = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for path, doc in docs:
+        for r in doc["records"]:
+            if pilot_number(path) != newest[(r["rows"], r["cols"], r["dtype"])]:
+                continue
             by_round = samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]]
             by_round[(path, doc["session"], r["round"])].extend(r["host_us"])
     return {shape: {v: Timing(statistics.median([t for ts in rounds.values() for t in ts]),
