@@ -51,25 +51,23 @@ if [ "$part" != sanitizers ]; then
   fi
 fi
 [ "$part" = tests ] && exit $status
+# sanitize TOOL BINARY FILTER LOG: one compute-sanitizer run, its log kept, its summary line shown.
+sanitize() {
+  local t0=$SECONDS rc
+  compute-sanitizer --tool "$1" --error-exitcode 9 "$build/tests/$2" "$3" > "$logs/$4.log" 2>&1
+  rc=$?
+  echo "compute-sanitizer $1 ($2 $3): exit $rc in $((SECONDS - t0)) s, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/$4.log" | tail -1)"
+  [ "$rc" -eq 0 ] || status=1
+}
 # Sanitizers: small but representative (multi-block rows, two launches, eviction-free odd widths).
 for tool in memcheck racecheck synccheck initcheck; do
-  t0=$SECONDS
-  compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/rss_gpu_tests" "[sanitize]" \
-    > "$logs/sanitize_$tool.log" 2>&1
-  rc=$?
-  echo "compute-sanitizer $tool: exit $rc in $((SECONDS - t0)) s, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/sanitize_$tool.log" | tail -1)"
-  [ "$rc" -eq 0 ] || status=1
+  sanitize "$tool" rss_gpu_tests "[sanitize]" "sanitize_$tool"
 done
 # long_row's streamed part and element-wise tiles need rows longer than the chip's shared memory: too long for
 # racecheck, and global memory only (what racecheck checks, shared memory, [sanitize] covers).
 if [ -x "$build/tests/rss_gpu_long_row_tests" ]; then
   for tool in memcheck synccheck initcheck; do
-    t0=$SECONDS
-    compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/tests/rss_gpu_long_row_tests" "[layouts]" \
-      > "$logs/sanitize_long_row_$tool.log" 2>&1
-    rc=$?
-    echo "compute-sanitizer $tool (long_row layouts): exit $rc in $((SECONDS - t0)) s, $(grep -E 'ERROR SUMMARY' "$logs/sanitize_long_row_$tool.log" | tail -1)"
-    [ "$rc" -eq 0 ] || status=1
+    sanitize "$tool" rss_gpu_long_row_tests "[layouts]" "sanitize_long_row_$tool"
   done
 fi
 exit $status
