@@ -1,5 +1,5 @@
 // Where long_row's time goes, per phase: a diagnostic for a throwaway copy of the tree, never part of the library.
-// dev/long_row_stamps.patch makes thread 0 of every block record %globaltimer at seven points of row 0; this driver
+// dev/long_row_stamps.patch makes thread 0 of every block record %globaltimer at twelve points of row 0; this driver
 // runs long_row on the single long rows and prints, per point, the earliest and the latest block relative to the
 // earliest kernel entry (median of 30 runs), with the host completion time and the CUDA-event time of a run.
 //
@@ -7,8 +7,10 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I include dev/long_row_stamps.cu -o long_row_stamps
 //   ./long_row_stamps            (then: git checkout include/rss/strategies/long_row.cuh)
 //
-// Points: 0 entry, 1 phase 1 done (local statistics), 2 statistics round done, 3 phase 2 done (local sum),
-// 4 sum round done, 5 phase 3 done (y stored), 6 exit. %globaltimer ticks in ns on Hopper (its update interval
+// Points: 0 entry, 1 set up (cluster combine, exchange base read, mbarriers), 2 the tile's bulk copies issued,
+// 3 the first chunk landed, 4 phase 1 done (local statistics), 5 statistics in the cluster, 6 statistics round
+// done (every leader's), 7 phase 2 done (local sum), 8 sum in the cluster, 9 sum round done, 10 phase 3 done
+// (y stored), 11 exit. %globaltimer ticks in ns on Hopper (its update interval
 // is about 32 ns on recent drivers: differences under 0.1 us are noise).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -26,9 +28,10 @@
 
 namespace {
 
-constexpr int points = 7;
+constexpr int points = 12;
 constexpr int runs = 30;
-const char* const point_names[points] = {"entry", "phase 1", "round 1", "phase 2", "round 2", "phase 3", "exit"};
+const char* const point_names[points] = {"entry",     "set up",  "issued",    "chunk 0",  "phase 1",  "cluster 1",
+                                         "round 1",   "phase 2", "cluster 2", "round 2",  "phase 3",  "exit"};
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
