@@ -37,6 +37,7 @@
 #include "rss/strategies/call.cuh"
 #include "rss/strategies/megakernel.cuh"  // CountersZeroed: the zeroing of workspace state before the first run
 #include "rss/agent/cluster_combine.cuh"
+#include "rss/sync/bulk_copy.cuh"
 #include "rss/sync/leader_exchange.cuh"
 #include "rss/workspace.hpp"
 
@@ -103,57 +104,25 @@ __device__ __forceinline__ void store_hinted(T* p, const Vector<T>& v, std::uint
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The tile's loads: one bulk copy per chunk, each completing its own mbarrier.
-
-class ChunkLoads {
- public:
-  /// Every thread constructs it (the constructor ends with a block barrier). `barriers`: `chunks` __shared__
-  /// 8-byte slots nothing else uses.
-  __device__ explicit ChunkLoads(std::uint64_t* barriers) : barriers_(barriers) {
-#if RSS_CLUSTER_DEVICE_CODE
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < chunks; ++i) cuda::ptx::mbarrier_init(barriers_ + i, 1);  // one arrival: issue()'s
-      cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-    }
-    __syncthreads();
-#endif
-  }
-
-  /// Thread 0 only: copies `bytes` (a positive multiple of 16) from src to dst (both 16-byte aligned) and
-  /// completes chunk i's barrier. Every thread's earlier accesses to dst were ordered before this by
-  /// fence.proxy.async and a block barrier (the end of the previous row).
-  __device__ void issue(int i, void* dst, const void* src, std::uint32_t bytes, std::uint64_t policy) {
-#if RSS_CLUSTER_DEVICE_CODE
-    (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                               barriers_ + i, bytes);
-    const auto dst_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
-    const auto bar_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(barriers_ + i));
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-            dst_addr),
-        "l"(src), "r"(bytes), "r"(bar_addr), "l"(policy)
-        : "memory");
-#endif
-  }
-
-  /// Every thread: returns once chunk i's last copy has landed (its bytes visible to the caller). Every thread
-  /// waits on every chunk issued, so the phase bits agree across the block.
-  __device__ void wait(int i) {
-#if RSS_CLUSTER_DEVICE_CODE
-    const std::uint32_t parity = (phases_ >> i) & 1u;
-    while (!cuda::ptx::mbarrier_try_wait_parity(barriers_ + i, parity)) {
-    }
-    phases_ ^= 1u << i;
-#endif
-  }
-
- private:
-  std::uint64_t* barriers_;
-  std::uint32_t phases_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------------------
 // Walks of one block's share of a row.
+
+/// x's 16-byte vectors [0, count) of the block's streamed part, `streamed_in_flight` loads in flight per thread
+/// before the first use: f(index of the vector, the vector).
+template <class T, class F>
+__device__ __forceinline__ void for_each_streamed_vector(const T* x, std::int64_t count, std::uint64_t policy, F&& f) {
+  constexpr int W = vector_width<T>;
+  constexpr std::int64_t Step = static_cast<std::int64_t>(threads) * streamed_in_flight;
+  const auto t = static_cast<std::int64_t>(threadIdx.x);
+  std::int64_t v0 = 0;
+  for (; v0 + Step <= count; v0 += Step) {
+    Vector<T> buf[streamed_in_flight];
+#pragma unroll
+    for (int u = 0; u < streamed_in_flight; ++u) buf[u] = load_hinted(x + (v0 + u * threads + t) * W, policy);
+#pragma unroll
+    for (int u = 0; u < streamed_in_flight; ++u) f(v0 + u * threads + t, buf[u]);
+  }
+  for (std::int64_t v = v0 + t; v < count; v += threads) f(v, load_hinted(x + v * W, policy));
+}
 
 /// The part of the share past the tile: x[0, n) from global memory. f(values, count, reload) per run: a whole
 /// 16-byte vector where `vectors` (x 16-byte aligned), else single elements; `streamed_in_flight` vectors in
@@ -175,9 +144,7 @@ __device__ __forceinline__ void walk_streamed(const T* x, std::int64_t n, bool v
   std::int64_t done = 0;
   if (vectors) {
     const std::int64_t count = n / W;
-    constexpr std::int64_t Step = static_cast<std::int64_t>(threads) * streamed_in_flight;
-    std::int64_t v0 = 0;
-    const auto whole = [&](std::int64_t v, const Vector<T>& vec) {
+    for_each_streamed_vector(x, count, policy, [&](std::int64_t v, const Vector<T>& vec) {
       float a[W];
 #pragma unroll
       for (int e = 0; e < W; ++e) a[e] = Traits::to_float(vec.v[e]);
@@ -186,15 +153,7 @@ __device__ __forceinline__ void walk_streamed(const T* x, std::int64_t n, bool v
 #pragma unroll
         for (int e = 0; e < W; ++e) w[e] = Traits::to_float(again.v[e]);
       });
-    };
-    for (; v0 + Step <= count; v0 += Step) {
-      Vector<T> buf[streamed_in_flight];
-#pragma unroll
-      for (int u = 0; u < streamed_in_flight; ++u) buf[u] = load_hinted(x + (v0 + u * threads + t) * W, policy);
-#pragma unroll
-      for (int u = 0; u < streamed_in_flight; ++u) whole(v0 + u * threads + t, buf[u]);
-    }
-    for (std::int64_t v = v0 + t; v < count; v += threads) whole(v, load_hinted(x + v * W, policy));
+    });
     done = count * W;
   }
   for (std::int64_t i = done + t; i < n; i += threads) single(i);
@@ -256,7 +215,7 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
 
   ClusterCombine<threads, RowRounds> combine(cluster_size, scratch.combine);  // before any peer may push to this block
   LeaderExchange exchange(p.exchange, p.clusters);  // reads the launch's base before the first cluster exchange
-  ChunkLoads loads(scratch.loaded);
+  BulkTileLoads<chunks> loads(scratch.loaded);  // one mbarrier per chunk of the tile
   const std::uint64_t keep = evict_last_policy();    // the streamed part: read again in phases 2 and 3
   const std::uint64_t once = evict_first_policy();   // the tile's loads, phase 3's last reads, y
 
@@ -374,22 +333,12 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
       std::int64_t done = 0;
       if (y_vectors) {
         const std::int64_t count = streamed / W;
-        constexpr std::int64_t Step = static_cast<std::int64_t>(threads) * streamed_in_flight;
-        std::int64_t v0 = 0;
-        const auto one = [&](std::int64_t v, const Vector<T>& in) {
+        for_each_streamed_vector(xs, count, once, [&](std::int64_t v, const Vector<T>& in) {
           Vector<T> o;
 #pragma unroll
           for (int e = 0; e < W; ++e) o.v[e] = out(Traits::to_float(in.v[e]));
           store_hinted(ys + v * W, o, once);
-        };
-        for (; v0 + Step <= count; v0 += Step) {
-          Vector<T> buf[streamed_in_flight];
-#pragma unroll
-          for (int u = 0; u < streamed_in_flight; ++u) buf[u] = load_hinted(xs + (v0 + u * threads + t) * W, once);
-#pragma unroll
-          for (int u = 0; u < streamed_in_flight; ++u) one(v0 + u * threads + t, buf[u]);
-        }
-        for (std::int64_t v = v0 + t; v < count; v += threads) one(v, load_hinted(xs + v * W, once));
+        });
         done = count * W;
       }
       for (std::int64_t i = done + t; i < streamed; i += threads) ys[i] = out(Traits::to_float(xs[i]));

@@ -41,6 +41,22 @@ class BulkTileLoads {
 #endif
   }
 
+  /// The same, with an L2 cache policy on the reads (PTX createpolicy: e.g. evict_first for bytes read once).
+  __device__ void issue(int i, void* dst, const void* src, std::uint32_t bytes, std::uint64_t policy) {
+#if RSS_CLUSTER_DEVICE_CODE
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                               barriers_ + i, bytes);
+    const auto dst_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+    const auto bar_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(barriers_ + i));
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::
+            "r"(dst_addr),
+        "l"(src), "r"(bytes), "r"(bar_addr), "l"(policy)
+        : "memory");
+#endif
+  }
+
   /// Every thread: returns once the last copy issued for tile i has landed (its bytes are visible to the caller).
   __device__ void wait(int i) {
 #if RSS_CLUSTER_DEVICE_CODE

@@ -19,6 +19,7 @@
 // Correctness condition: every block of the grid must be co-resident (cooperative launch, admitted by the
 // planner). A wait longer than max_wait_ns (a corrupted state, blocks that are not co-resident) traps: the
 // launch fails with an error instead of hanging, as RowBarrier's does.
+#include <cub/warp/warp_reduce.cuh>
 #include <cuda/atomic>
 
 #include <cstdint>
@@ -34,23 +35,6 @@ struct LeaderExchangeState {
   unsigned int arrivals;
   unsigned int base;
 };
-
-namespace detail {
-
-/// Lane i gets lane i + offset's copy of v, word by word (any trivially copyable value of whole words).
-template <class V>
-__device__ __forceinline__ V shuffle_down_words(const V& v, int offset) {
-  static_assert(sizeof(V) % 4 == 0, "shuffled values are whole 32-bit words");
-  unsigned w[sizeof(V) / 4];
-  memcpy(w, &v, sizeof(V));
-#pragma unroll
-  for (int i = 0; i < static_cast<int>(sizeof(V) / 4); ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], offset);
-  V r;
-  memcpy(&r, w, sizeof(V));
-  return r;
-}
-
-}  // namespace detail
 
 class LeaderExchange {
  public:
@@ -81,9 +65,11 @@ class LeaderExchange {
       wait_for(target);  // every lane acquires for itself: its slot reads below are ordered after the arrivals
       V acc = identity;
       for (int i = static_cast<int>(threadIdx.x); i < leaders_; i += 32) acc = op(acc, load_slot(slots + i));
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) acc = op(acc, detail::shuffle_down_words(acc, offset));
-      if (threadIdx.x == 0) *broadcast = acc;  // lane 0's tree: the same order in every block
+      // CUB's warp reduction: lane 0 gets the total, combined in the same order in every block.
+      using WarpReduce = cub::WarpReduce<V>;
+      __shared__ typename WarpReduce::TempStorage temp;
+      acc = WarpReduce(temp).Reduce(acc, op);
+      if (threadIdx.x == 0) *broadcast = acc;
     }
     __syncthreads();
     const V total = *broadcast;
