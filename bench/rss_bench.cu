@@ -137,6 +137,24 @@ struct ShapeState {
     return rss::reference::max_row_relative_error(y.data(), reference.data(), shape.rows, shape.cols);
   }
 
+  /// A floor's check: its output must be x's bytes. 0 when it is, 1 when any byte differs (never within the
+  /// operator's tolerance), -1 when the copy failed.
+  double check_copy(const Prepared& p, cudaStream_t stream) {
+    BENCH_CUDA(cudaMemset(buffers.y, 0xFF, bytes()));
+    if (p.run(stream) != rss::Status::success) return -1.0;
+    unsigned long long* mismatches = nullptr;
+    BENCH_CUDA(cudaMalloc(&mismatches, sizeof *mismatches));
+    BENCH_CUDA(cudaMemsetAsync(mismatches, 0, sizeof *mismatches, stream));
+    count_mismatches<<<1024, 256, 0, stream>>>(static_cast<const unsigned char*>(buffers.x),
+                                               static_cast<const unsigned char*>(buffers.y),
+                                               static_cast<std::int64_t>(bytes()), mismatches);
+    unsigned long long found = 0;
+    BENCH_CUDA(cudaMemcpyAsync(&found, mismatches, sizeof found, cudaMemcpyDeviceToHost, stream));
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    BENCH_CUDA(cudaFree(mismatches));
+    return found == 0 ? 0.0 : 1.0;
+  }
+
   /// The error an exact implementation makes by storing its answer in the shape's type. Long fp16 rows
   /// (1 x 1M and more) have outputs below fp16's smallest normal (6.1e-5), where its spacing is 6e-8:
   /// there every implementation, torch's included, misses the 1e-2 tolerance by this much.
@@ -189,9 +207,9 @@ const Prepared* prepared(ShapeState& state, const Variant& v, std::string* failu
       return nullptr;
     }
     it = state.prepared.emplace(v.name, std::move(p)).first;
-    // The floors copy x into y: their output is not the operator's, so there is nothing to check.
-    const bool floor = v.name == "copy_floor" || v.name == "memcpy_floor";
-    state.error[v.name] = floor ? 0.0 : state.check(it->second, g_stream);
+    // The floors copy x into y: their output must be x's bytes, not the operator's.
+    const bool floor = v.name.size() > 6 && v.name.compare(v.name.size() - 6, 6, "_floor") == 0;
+    state.error[v.name] = floor ? state.check_copy(it->second, g_stream) : state.check(it->second, g_stream);
   }
   const double err = state.error[v.name];
   if (!(err >= 0.0 && err <= state.allowed_error())) {

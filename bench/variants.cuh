@@ -1,5 +1,5 @@
 #pragma once
-// The benchmarked variants, one table: every rss strategy plus the copy floor. Each variant is
+// The benchmarked variants, one table: every rss strategy plus the floors (copies of the same bytes). Each variant is
 // prepared once per shape (workspace, graph capture, megakernel plan) and then run warm; its
 // launch metadata comes from the library, never from the bench's own bookkeeping.
 #include <cuda_runtime.h>
@@ -109,22 +109,37 @@ inline Variant config_variant(const std::string& name, const rss::Config& config
   return {name, [config](const ShapeBuffers& b, Prepared* p) { return prepare_config(config, b, p); }};
 }
 
-inline Variant copy_floor_variant() {
-  return {"copy_floor", [](const ShapeBuffers& b, Prepared* p) {
+/// A floor: one of copy_floor.cuh's copies of the shape's bytes, x into y, on devices of compute capability
+/// `min_cc_major` and later (unsupported_device before).
+inline Variant floor_variant(const char* name, int min_cc_major,
+                             cudaError_t (*copy)(const void*, void*, std::int64_t, int, cudaStream_t)) {
+  return {name, [name, min_cc_major, copy](const ShapeBuffers& b, Prepared* p) {
+            int device = 0, cc_major = 0;
+            if (cudaGetDevice(&device) != cudaSuccess ||
+                cudaDeviceGetAttribute(&cc_major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+              return rss::Status::cuda_error;
+            }
+            if (cc_major < min_cc_major) return rss::Status::unsupported_device;
             const std::int64_t bytes = elements(b) * element_bytes(b);
             const int sms = b.sm_count;
             p->run = [=](cudaStream_t st) {
-              return cudaSuccess == copy_floor(b.x, b.y, bytes, sms, st) ? rss::Status::success
-                                                                         : rss::Status::cuda_error;
+              return cudaSuccess == copy(b.x, b.y, bytes, sms, st) ? rss::Status::success : rss::Status::cuda_error;
             };
             p->launches = rss::LaunchList{};
-            p->launches.add({"copy_floor", 0, copy_threads, 0, false, 0});
+            p->launches.add({name, 0, 0, 0, false, 0});
             p->logical_bytes = 2 * bytes;
             return rss::Status::success;
           }};
 }
 
-/// The runtime's own device-to-device copy of the same bytes: with copy_floor, the shape's limit.
+/// The three copy kernels of copy_floor.cuh.
+inline void add_copy_floors(std::vector<Variant>& v) {
+  v.push_back(floor_variant("copy_floor", 0, copy_floor));
+  v.push_back(floor_variant("blocked_copy_floor", 0, blocked_copy_floor));
+  v.push_back(floor_variant("bulk_copy_floor", 9, bulk_copy_floor));
+}
+
+/// The runtime's own device-to-device copy of the same bytes: with the copy kernels, the shape's limit.
 inline Variant memcpy_floor_variant() {
   return {"memcpy_floor", [](const ShapeBuffers& b, Prepared* p) {
             const auto bytes = static_cast<std::size_t>(elements(b) * element_bytes(b));
@@ -149,7 +164,7 @@ inline const rss::Config control_ordinary_launch{rss::Strategy::megakernel_grid,
 
 /// Every variant the bench knows, in a fixed order (sessions shuffle it per round): each strategy, the
 /// megakernel's two controls, automatic through rss::Operator and through the one-call API, and the
-/// two floors (`rss_bench --benchmark_list_tests` shows them per shape).
+/// floors (`rss_bench --benchmark_list_tests` shows them per shape).
 inline std::vector<Variant> all_variants() {
   std::vector<Variant> v;
   for (rss::Strategy s : rss::all_strategies) v.push_back(detail::config_variant(rss::strategy_name(s), s));
@@ -159,7 +174,7 @@ inline std::vector<Variant> all_variants() {
   v.push_back({"automatic_one_call", [](const ShapeBuffers& b, Prepared* p) {
                  return detail::prepare_config(rss::Strategy::automatic, b, p, true);
                }});
-  v.push_back(detail::copy_floor_variant());
+  detail::add_copy_floors(v);
   v.push_back(detail::memcpy_floor_variant());
   return v;
 }
@@ -204,7 +219,7 @@ inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
       }
     }
   }
-  v.push_back(detail::copy_floor_variant());
+  detail::add_copy_floors(v);
   v.push_back(detail::memcpy_floor_variant());
   return v;
 }

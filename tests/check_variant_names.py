@@ -23,6 +23,7 @@ if cpp_strategies != records.STRATEGIES:
 variants = open(os.path.join(src, "bench", "variants.cuh")).read()
 registered = set(re.findall(r'config_variant\("([a-z_]+)"', variants)) | set(re.findall(r'\{"([a-z_]+)", \[', variants))
 registered |= set(re.findall(r'return \{"([a-z_]+)", \[', variants))
+registered |= set(re.findall(r'floor_variant\("([a-z_]+)"', variants))
 unknown = sorted(registered - set(records.KNOWN_VARIANTS) - {"automatic_one_call", "heuristic"})
 if unknown:
     failures.append("bench/variants.cuh registers names the Python tools do not know: %s" % unknown)

@@ -18,7 +18,9 @@ DTYPES = ("fp32", "bf16", "fp16")
 STRATEGIES = ("baseline", "baseline_graph", "local_fusion", "megakernel_grid", "megakernel_row", "block_row",
               "cluster_row", "long_row", "automatic")
 CONTROLS = ("control_no_retention", "control_ordinary_launch")  # the megakernel with one mechanism taken away
-FLOORS = ("copy_floor", "memcpy_floor")  # our copy kernel; cudaMemcpyAsync device to device: the limit is the faster
+# Copies of the same bytes: our copy kernels (bench/copy_floor.cuh), then cudaMemcpyAsync device to device; the limit
+# is the fastest (older records have copy_floor and memcpy_floor only).
+FLOORS = ("copy_floor", "blocked_copy_floor", "bulk_copy_floor", "memcpy_floor")
 PEERS = ("torch_eager", "torch_eager_graph", "torch_compile", "torch_compile_graph")
 KNOWN_VARIANTS = STRATEGIES + CONTROLS + FLOORS + PEERS
 SHAPE_ORDERS = ("forward", "reverse")

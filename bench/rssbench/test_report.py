@@ -134,6 +134,15 @@ class Workspace(unittest.TestCase):
 
 
 class AggregateTest(Workspace):
+    def test_the_limit_is_the_fastest_floor_and_copy_floor_us_our_fastest_copy_kernel(self):
+        self.write_sessions(lambda s: [record(SHAPE, v, rnd, host) for v, by_session in {
+            **TINY, "bulk_copy_floor": {1: [[1.0]] * 3, 2: [[1.0]] * 2},
+            "blocked_copy_floor": {1: [[1.8]] * 3, 2: [[1.8]] * 2}}.items() for rnd, host in enumerate(by_session[s])])
+        (best,) = report.compute(self.raw)[0]["best_per_shape"]
+        self.assertEqual((best["limit_variant"], best["limit_us"]), ("bulk_copy_floor", 1.0))
+        self.assertEqual((best["copy_floor_variant"], best["copy_floor_us"], best["memcpy_floor_us"]),
+                         ("bulk_copy_floor", 1.0, 2.0))
+
     def test_hand_computed_aggregates(self):
         import numpy as np
         self.write_tiny()
@@ -169,7 +178,8 @@ class AggregateTest(Workspace):
                          ["local_fusion", "megakernel_grid", "copy_floor", "memcpy_floor", "torch_eager",
                           "torch_compile_graph"])
         self.assertEqual(prov["figures"]["controls.png"]["panels"][0]["points"][0]["range"], [1.0, 2.5])
-        self.assertIn("| 1 x 131072 | fp32 | megakernel_grid | 1.50 | 2.50 | 2.00 | 2.00 | 0.750x | 5.00 | yes |",
+        # 2 x 131072 x 4 bytes in 1.5 us: 0.70 TB/s, 15% of the H200's 4.8.
+        self.assertIn("| 1 x 131072 | fp32 | megakernel_grid | 1.50 | 0.70 (15%) | 2.50 | 2.00 | 2.00 | 0.750x | 5.00 |",
                       markdown)
         for keys, obj in ((("sessions", "results", "retention_deltas", "best_per_shape"), summary),
                           (("rows", "cols", "dtype", "variant", "host_us", "host_us_sessions", "device_us", "kernels",
