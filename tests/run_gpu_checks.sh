@@ -43,6 +43,7 @@ if [ "$part" != sanitizers ]; then
       export LD_LIBRARY_PATH="$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
     run gpu_sharded_one_process 300 "$build/tests/sharded/rss_sharded_gpu_tests"
+    run gpu_sharded_bounded_wait 120 "$build/tests/sharded/rss_sharded_wait_test"
     t0=$SECONDS
     timeout 300 "$build/tests/sharded/rss_sharded_mp_tests" > "$logs/gpu_sharded_process_per_gpu.log" 2>&1
     rc=$?

@@ -29,6 +29,7 @@
 #include "rss/planner/cluster_plan.hpp"
 #include "rss/sharded/plan.hpp"
 #include "rss/storage.cuh"
+#include "rss/sync/bounded_wait.cuh"
 #include "rss/types.hpp"
 
 namespace rss::detail::sharded {
@@ -43,14 +44,39 @@ __device__ __forceinline__ std::uint64_t load_word(const std::uint64_t* p) {
   asm volatile("ld.relaxed.sys.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ std::uint64_t tagged(std::uint32_t seq, std::uint32_t data) {
+__host__ __device__ __forceinline__ std::uint64_t tagged(std::uint32_t seq, std::uint32_t data) {
   return (static_cast<std::uint64_t>(seq) << 32) | data;
 }
-/// Polls until the word carries `seq`; returns its data half.
+/// Polls until the word carries `seq`; returns its data half. Bounded (rss/sync/bounded_wait.cuh): a peer that
+/// never pushes this row (its process died, or it skipped the call) fails this rank's launch instead of holding
+/// its GPU forever.
 __device__ __forceinline__ std::uint32_t wait_word(const std::uint64_t* p, std::uint32_t seq) {
-  std::uint64_t v = load_word(p);
-  while (static_cast<std::uint32_t>(v >> 32) != seq) v = load_word(p);
+  std::uint64_t v = 0;
+  spin_until([&] {
+    v = load_word(p);
+    return static_cast<std::uint32_t>(v >> 32) == seq;
+  });
   return static_cast<std::uint32_t>(v);
+}
+
+/// NCCL's LSA barrier wait (unicast, as nccl_device/impl/lsa_barrier__funcs.h of NCCL 2.28 writes it), bounded:
+/// NCCL's own spins without end. Each thread waits for some peers' arrival words in this rank's inbox. The
+/// session's epoch and inboxes are NCCL's public session members; the unicast path only (multicast stays off).
+/// A newer NCCL's inbox protocol is not assumed: there its own wait runs (unbounded).
+template <class Session>
+__device__ void bounded_lsa_wait(Session& s) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 29, 0)
+  s.wait(ncclCoopCta(), cuda::memory_order_acq_rel);
+#else
+  for (int i = static_cast<int>(threadIdx.x); i < s.team.nRanks - 1; i += static_cast<int>(blockDim.x)) {
+    const int peer = i + (s.team.rank <= i ? 1 : 0);
+    cuda::atomic_ref<std::uint32_t> inbox(*s.ucInbox(s.team.rank, peer));
+    const std::uint32_t want = s.epoch + 1;
+    spin_until([&] { return inbox.load(cuda::memory_order_acquire) - want <= (~0u >> 1); });  // reached, modulo 2^32
+  }
+  s.epoch += 1;
+  __syncthreads();
+#endif
 }
 
 /// A round's value as 4-byte words of the flag slot (max, low and high halves of the sum of squares; sum).
@@ -191,7 +217,8 @@ class RankCombine {
     if (threadIdx.x == 0) {
       for (int p = 0; p < x.world; ++p) *static_cast<V*>(ncclGetPeerPointer(x.window, x.slot(round, x.rank), p)) = mine;
     }
-    barrier_.sync(ncclCoopCta(), cuda::memory_order_acq_rel);
+    barrier_.arrive(ncclCoopCta(), cuda::memory_order_acq_rel);
+    bounded_lsa_wait(barrier_);
     // Read through L2: these lines were written by peers over NVLink since this block last read them.
     const auto* local = static_cast<const char*>(ncclGetLocalPointer(x.window, x.slot(round, 0)));
     V total = load(reinterpret_cast<const V*>(local));

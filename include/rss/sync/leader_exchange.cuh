@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "rss/sync/row_barrier.cuh"
+#include "rss/sync/bounded_wait.cuh"
 
 namespace rss {
 
@@ -38,7 +38,7 @@ struct LeaderExchangeState {
 
 class LeaderExchange {
  public:
-  static constexpr unsigned long long max_wait_ns = RowBarrier::max_wait_ns;
+  static constexpr unsigned long long max_wait_ns = rss::max_wait_ns;  // rss/sync/bounded_wait.cuh
 
   /// Every thread of every block constructs it at the start of the kernel, before the block's first cluster
   /// exchange. `leaders`: the clusters of the grid.
@@ -88,12 +88,8 @@ class LeaderExchange {
  private:
   __device__ void wait_for(unsigned int target) const {
     cuda::atomic_ref<unsigned int, cuda::thread_scope_device> arrivals(state_->arrivals);
-    if (static_cast<int>(arrivals.load(cuda::memory_order_acquire) - target) >= 0) return;
-    const unsigned long long start = global_time_ns();
-    while (static_cast<int>(arrivals.load(cuda::memory_order_acquire) - target) < 0) {
-      // A corrupted state or blocks that are not co-resident: fail the launch instead of hanging.
-      if (global_time_ns() - start > max_wait_ns) __trap();
-    }
+    // Bounded: a corrupted state or blocks that are not co-resident fail the launch instead of hanging.
+    detail::spin_until([&] { return static_cast<int>(arrivals.load(cuda::memory_order_acquire) - target) >= 0; });
   }
 
   /// Read through L2 (the slot was written by another SM; a stale L1 line of the previous round must not answer).
@@ -107,12 +103,6 @@ class LeaderExchange {
     V r;
     memcpy(&r, w, sizeof(V));
     return r;
-  }
-
-  __device__ static unsigned long long global_time_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-    return t;
   }
 
   LeaderExchangeState* state_;

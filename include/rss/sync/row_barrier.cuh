@@ -16,6 +16,8 @@
 // the planner); otherwise a waiting block could keep an unscheduled partner from ever arriving.
 #include <cuda/atomic>
 
+#include "rss/sync/bounded_wait.cuh"
+
 namespace rss {
 
 /// Global state of one row's barrier. Must be zero before its first use; every use leaves it
@@ -28,8 +30,7 @@ struct RowBarrierState {
 
 class RowBarrier {
  public:
-  /// No legitimate wait comes near this: phases take microseconds to milliseconds.
-  static constexpr unsigned long long max_wait_ns = 20ull * 1000 * 1000 * 1000;
+  static constexpr unsigned long long max_wait_ns = rss::max_wait_ns;  // rss/sync/bounded_wait.cuh
 
   __device__ RowBarrier(RowBarrierState* state, unsigned int blocks) : state_(state), blocks_(blocks) {}
 
@@ -43,24 +44,15 @@ class RowBarrier {
         count.store(0u, cuda::memory_order_relaxed);
         generation.store(seen + 1u, cuda::memory_order_release);
       } else {
-        const unsigned long long start = global_time_ns();
-        while (generation.load(cuda::memory_order_acquire) == seen) {
-          // A wait this long means the state was corrupted (another user wrote the workspace) or
-          // the blocks were not co-resident: fail the launch with an error instead of hanging.
-          if (global_time_ns() - start > max_wait_ns) __trap();
-        }
+        // Bounded: a corrupted state (another user wrote the workspace) or blocks that are not co-resident
+        // fail the launch instead of hanging.
+        detail::spin_until([&] { return generation.load(cuda::memory_order_acquire) != seen; });
       }
     }
     __syncthreads();
   }
 
  private:
-  __device__ static unsigned long long global_time_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-    return t;
-  }
-
   RowBarrierState* state_;
   unsigned int blocks_;
 };
