@@ -31,8 +31,16 @@ namespace {
 
 using namespace rss_bench;
 
-int g_sm_count = 0;
-cudaStream_t g_stream = nullptr;
+/// The variants measured on a shape: every strategy and the floors, or the pilot's candidates.
+std::vector<Variant> variants_for(const Shape& s) {
+  if (!g_options.pilot) return all_variants();
+  ShapeBuffers b;
+  b.rows = s.rows;
+  b.cols = s.cols;
+  b.dtype = s.dtype;
+  b.sm_count = g_sm_count;
+  return pilot_variants(b);
+}
 
 /// The current shape's device buffers, host input, reference and prepared variants. Only one shape is alive at a
 /// time: the largest needs several GB.
@@ -46,7 +54,7 @@ struct ShapeState {
   std::map<std::string, double> error;
   double format_error = 0.0;
 
-  explicit ShapeState(const Shape& s) : shape(s) {
+  explicit ShapeState(const Shape& s) : shape(s), variants(variants_for(s)) {
     buffers.rows = s.rows;
     buffers.cols = s.cols;
     buffers.dtype = s.dtype;
@@ -113,26 +121,6 @@ struct ShapeState {
 
 std::unique_ptr<ShapeState> g_shape;
 
-/// The variants measured on a shape: every strategy and the floors, or the pilot's candidates.
-std::vector<Variant> variants_for(const Shape& s) {
-  if (!g_options.pilot) return all_variants();
-  ShapeBuffers b;
-  b.rows = s.rows;
-  b.cols = s.cols;
-  b.dtype = s.dtype;
-  b.sm_count = g_sm_count;
-  return pilot_variants(b);
-}
-
-ShapeState& shape_state(const Shape& s) {
-  if (!g_shape || !(g_shape->shape == s)) {
-    g_shape.reset();
-    g_shape = std::make_unique<ShapeState>(s);
-    g_shape->variants = variants_for(s);
-  }
-  return *g_shape;
-}
-
 /// Prepares the variant on the current shape once, checking its output against the reference.
 const Prepared* prepared(ShapeState& state, const std::string& name, std::string* failure) {
   auto it = state.prepared.find(name);
@@ -158,18 +146,15 @@ const Prepared* prepared(ShapeState& state, const std::string& name, std::string
 }
 
 void run_variant(benchmark::State& st, const Shape& shape, const std::string& variant, int round, int position) {
-  ShapeState& state = shape_state(shape);
+  ShapeState& state = current_shape(g_shape, shape, [&] { return std::make_unique<ShapeState>(shape); });
   std::string failure;
   const Prepared* p = prepared(state, variant, &failure);
-  if (p == nullptr) {
-    st.SkipWithError(failure.c_str());
-    for (auto _ : st) {
-    }
-    return;
-  }
-  const Samples m = time_calls(
-      st, [&]() -> const char* { const rss::Status s = p->run(g_stream); return rss::ok(s) ? nullptr : rss::status_message(s); },
-      [] { return cudaStreamSynchronize(g_stream); }, g_stream, true);
+  if (p == nullptr) return skip_run(st, failure);
+  const auto call = [p]() -> const char* {
+    const rss::Status s = p->run(g_stream);
+    return rss::ok(s) ? nullptr : rss::status_message(s);
+  };
+  const Samples m = time_calls(st, call, [] { return cudaStreamSynchronize(g_stream); }, g_stream, true);
   launch_counters(st, p->launches, p->logical_bytes, 2 * static_cast<std::int64_t>(shape.bytes()));
   if (g_options.session == 0) return;
   record_samples(st, m, shape, round, position);
@@ -179,9 +164,7 @@ void run_variant(benchmark::State& st, const Shape& shape, const std::string& va
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name = "rss_bench";
-  g_options.shapes = forward_shapes;
-  g_options.dtypes = "fp32,bf16,fp16";
+  suite_defaults("rss_bench", forward_shapes, "fp32,bf16,fp16", 10, 30, 5, "records.json");
   Suite suite{"forward",
               "rss_bench: the forward benchmark suite of rss's rms_scaled_softmax (Google Benchmark): every rss\n"
               "strategy, the megakernel's retention controls and floors copying the same bytes.",
@@ -190,19 +173,8 @@ int main(int argc, char** argv) {
               "                         --session, records for bench/rssbench tune",
               {}};
   suite.pilot_needs_device = true;
-  suite.variants = [](const Shape& s) {
-    std::vector<std::string> names;
-    for (const Variant& v : variants_for(s)) names.push_back(v.name);
-    return names;
-  };
+  suite.variants = [](const Shape& s) { return names_of(variants_for(s)); };
   suite.run = run_variant;
-  suite.start = [] {
-    BENCH_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
-    BENCH_CUDA(cudaDeviceGetAttribute(&g_sm_count, cudaDevAttrMultiProcessorCount, 0));
-  };
-  suite.finish = [] {
-    g_shape.reset();
-    cudaStreamDestroy(g_stream);
-  };
+  suite.finish = [] { g_shape.reset(); };
   return run_suite(suite, argc, argv);
 }

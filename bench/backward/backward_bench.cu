@@ -36,9 +36,6 @@ namespace {
 
 using namespace rss_bench;
 
-cudaStream_t g_stream = nullptr;
-int g_sm_count = 0;
-
 // ---- the floor: one kernel reading three matrices and writing a fourth, 16-byte accesses ----
 constexpr int floor_threads = 256;
 constexpr int floor_unroll = 4;
@@ -255,18 +252,10 @@ struct ShapeState {
 std::unique_ptr<ShapeState> g_shape;
 
 void run_variant(benchmark::State& st, const Shape& shape, const std::string& variant, int round, int position) {
-  if (!g_shape || !(g_shape->shape == shape)) {
-    g_shape.reset();
-    g_shape = std::make_unique<ShapeState>(shape);
-  }
+  ShapeState& state = current_shape(g_shape, shape, [&] { return std::make_unique<ShapeState>(shape); });
   std::string failure;
-  const Prepared* p = g_shape->prepare(variant, &failure);
-  if (p == nullptr) {
-    st.SkipWithError(failure.c_str());
-    for (auto _ : st) {
-    }
-    return;
-  }
+  const Prepared* p = state.prepare(variant, &failure);
+  if (p == nullptr) return skip_run(st, failure);
   const Samples m = time_calls(st, p->run, [] { return cudaStreamSynchronize(g_stream); }, g_stream, true);
   launch_counters(st, p->launches, p->launches.logical_bytes, 4 * static_cast<std::int64_t>(shape.bytes()));
   st.counters["cluster_size"] = p->launches.size > 0 ? p->launches.items[0].cluster_size : 0;
@@ -278,13 +267,7 @@ void run_variant(benchmark::State& st, const Shape& shape, const std::string& va
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name = "rss_backward_bench";
-  g_options.shapes = backward_shapes;
-  g_options.dtypes = "fp32,bf16";
-  g_options.rounds = 3;
-  g_options.iterations = 50;
-  g_options.warmup = 10;
-  g_options.out = "rss_backward.json";
+  suite_defaults("rss_backward_bench", backward_shapes, "fp32,bf16", 3, 50, 10, "rss_backward.json");
   Suite suite{"backward",
               "rss_backward_bench: the backward benchmark suite of rss's rms_scaled_softmax (Google Benchmark): the\n"
               "backward strategies of both saved states against floors moving the same bytes.",
@@ -292,19 +275,8 @@ int main(int argc, char** argv) {
               "                         (cluster_row:THREADSxELEMSxCLUSTER)",
               {{"--check", "--check=0|1            check each strategy's dx against the double reference first (default 1)",
                 [](const std::string& v) { return v == "0" || v == "1" ? std::string() : "wants 0 or 1, got '" + v + "'"; }}}};
-  suite.variants = [](const Shape& s) {
-    std::vector<std::string> names;
-    for (const Variant& v : variants_for(s)) names.push_back(v.name);
-    return names;
-  };
+  suite.variants = [](const Shape& s) { return names_of(variants_for(s)); };
   suite.run = run_variant;
-  suite.start = [] {
-    BENCH_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
-    BENCH_CUDA(cudaDeviceGetAttribute(&g_sm_count, cudaDevAttrMultiProcessorCount, 0));
-  };
-  suite.finish = [] {
-    g_shape.reset();
-    cudaStreamDestroy(g_stream);
-  };
+  suite.finish = [] { g_shape.reset(); };
   return run_suite(suite, argc, argv);
 }

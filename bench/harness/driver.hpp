@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -23,6 +24,42 @@
 
 namespace rss_bench {
 
+/// The stream on GPU 0 every suite times on (the sharded suite adds one per GPU) and GPU 0's SM count: made by
+/// run_suite once the device check has passed.
+inline cudaStream_t g_stream = nullptr;
+inline int g_sm_count = 0;
+
+/// A suite's program name and defaults (what its --help shows).
+inline void suite_defaults(const char* program, const char* shapes, const char* dtypes, int rounds, int iterations,
+                           int warmup, const char* out) {
+  program_name = program;
+  g_options.shapes = shapes;
+  g_options.dtypes = dtypes;
+  g_options.rounds = rounds;
+  g_options.iterations = iterations;
+  g_options.warmup = warmup;
+  g_options.out = out;
+}
+
+/// The names of a suite's variants (anything with a `name`).
+template <class Variants>
+std::vector<std::string> names_of(const Variants& variants) {
+  std::vector<std::string> names;
+  for (const auto& v : variants) names.push_back(v.name);
+  return names;
+}
+
+/// The state of the shape being measured: made on first use and replaced, the old one freed first (the largest shapes
+/// need several GB), when the runs move on to another shape.
+template <class State, class Make>
+State& current_shape(std::unique_ptr<State>& current, const Shape& shape, Make&& make) {
+  if (!current || !(current->shape == shape)) {
+    current.reset();
+    current = make();
+  }
+  return *current;
+}
+
 struct Suite {
   const char* suite;       // forward | backward | sharded (the records' context.suite)
   const char* about;       // the first lines of --help
@@ -31,7 +68,7 @@ struct Suite {
   bool pilot_needs_device = false;  // the pilot's candidates depend on the device's limits
   std::function<std::vector<std::string>(const Shape&)> variants;
   std::function<void(benchmark::State&, const Shape&, const std::string& variant, int round, int position)> run;
-  std::function<void()> start;   // after the device check: streams, communicators, context
+  std::function<void()> start;   // after the device check: communicators, context
   std::function<void()> finish;  // after the runs: release everything (before the CUDA runtime goes)
   std::vector<std::pair<std::string, std::string>> context;  // the suite's own context keys (set by start)
   int devices = 1;  // GPUs a call uses: the context lists their UUIDs (set by start)
@@ -210,6 +247,8 @@ inline int run_suite(Suite& s, int argc, char** argv) {
     return 2;
   }
   BENCH_CUDA(cudaFree(nullptr));  // the context exists before anything is timed
+  BENCH_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaDeviceGetAttribute(&g_sm_count, cudaDevAttrMultiProcessorCount, 0));
   if (s.start) s.start();
   const std::size_t total = register_runs(s);
   if (o.session == 0 || o.list_tests) {
@@ -222,6 +261,8 @@ inline int run_suite(Suite& s, int argc, char** argv) {
     std::fprintf(stderr, "%s: %zu runs written to %s\n", program_name, total, o.out.c_str());
   }
   if (s.finish) s.finish();
+  cudaSetDevice(0);
+  cudaStreamDestroy(g_stream);
   benchmark::Shutdown();
   return 0;
 }

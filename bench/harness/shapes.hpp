@@ -1,6 +1,7 @@
 #pragma once
 // Shapes and storage types of the benches: the --shapes / --dtypes syntax and each suite's default table
 // (docs/protocol.md). A new shape is one entry in a list below.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -53,8 +54,8 @@ inline bool parse_dtype(const std::string& name, rss::DType* out) {
 }
 
 /// The shapes of a --shapes list: an item ROWSxCOLS:DTYPE is that shape in that type, a bare ROWSxCOLS runs in every
-/// type of `dtypes`, type by type (all of the first type's shapes, then the second's...). "" when every item parses,
-/// else what is wrong.
+/// type of `dtypes`, type by type (all of the first type's shapes, then the second's...), each shape once. "" when
+/// every item parses, else what is wrong.
 inline std::string parse_shapes(const std::string& list, const std::string& dtypes, std::vector<Shape>* out) {
   std::vector<rss::DType> types;
   for (const std::string& d : split(dtypes, ',')) {
@@ -75,10 +76,13 @@ inline std::string parse_shapes(const std::string& list, const std::string& dtyp
     }
     items.push_back({s, !rest.empty()});
   }
+  const auto add = [out](const Shape& s) {  // once: a shape named twice would give duplicate records
+    if (std::find(out->begin(), out->end(), s) == out->end()) out->push_back(s);
+  };
   for (std::size_t t = 0; t < types.size(); ++t) {
     for (const auto& [s, typed] : items) {
-      if (!typed) out->push_back({s.rows, s.cols, types[t]});
-      else if (t == 0) out->push_back(s);
+      if (!typed) add({s.rows, s.cols, types[t]});
+      else if (t == 0) add(s);
     }
   }
   return "";

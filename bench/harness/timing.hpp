@@ -59,6 +59,13 @@ Samples time_calls(benchmark::State& st, Call&& call, Wait&& wait, cudaStream_t 
   return m;
 }
 
+/// A run that cannot be measured: recorded as an error with its reason (Google Benchmark wants its loop run).
+inline void skip_run(benchmark::State& st, const std::string& why) {
+  st.SkipWithError(why.c_str());
+  for (auto _ : st) {
+  }
+}
+
 /// A session's record of one run: every sample (host_us/0..), device_us, the shape, round and position.
 inline void record_samples(benchmark::State& st, const Samples& m, const Shape& shape, int round, int position) {
   if (g_options.session == 0) return;

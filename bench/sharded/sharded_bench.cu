@@ -279,8 +279,9 @@ struct TypedShape : ShapeState {
         if (r == 0) v.launches = list;
       }
     }
-    const std::vector<const rss::ShardedOperator<T>*>* ops_of = &r_ops;
-    v.launch = [ops_of, world] { (void)rss::run_sharded(ops_of->data(), g_streams.data(), world); };
+    // The operators' array, not its vector: `raw` may move the vector when the next variant is added.
+    const rss::ShardedOperator<T>* const* ops_of = r_ops.data();
+    v.launch = [ops_of, world] { (void)rss::run_sharded(ops_of, g_streams.data(), world); };
     variants.push_back(std::move(v));
   }
 
@@ -344,25 +345,18 @@ double check(ShapeState& state, Variant& v) {
 std::unique_ptr<ShapeState> g_shape;
 
 void run_variant(benchmark::State& st, const Shape& shape, const std::string& name, int round, int position) {
-  if (!g_shape || !(g_shape->shape == shape)) {
-    g_shape.reset();
-    g_shape = with_storage(shape.dtype, [&](auto tag) -> std::unique_ptr<ShapeState> {
+  ShapeState& state = current_shape(g_shape, shape, [&] {
+    return with_storage(shape.dtype, [&](auto tag) -> std::unique_ptr<ShapeState> {
       return std::make_unique<TypedShape<typename decltype(tag)::type>>(shape);
     });
-  }
-  Variant& v = *std::find_if(g_shape->variants.begin(), g_shape->variants.end(),
-                             [&](const Variant& c) { return c.name == name; });
+  });
+  Variant& v = *std::find_if(state.variants.begin(), state.variants.end(), [&](const Variant& c) { return c.name == name; });
   const std::string skip = "," + g_options.extra["--skip"] + ",";
   const std::string why = skip.find("," + name + ",") != std::string::npos ? "skipped (--skip)" : v.status;
   st.counters["world"] = v.devices;
   st.SetLabel(v.label);
-  if (!why.empty()) {
-    st.SkipWithError(why.c_str());
-    for (auto _ : st) {
-    }
-    return;
-  }
-  if (v.max_rel_err < 0) v.max_rel_err = check(*g_shape, v);
+  if (!why.empty()) return skip_run(st, why);
+  if (v.max_rel_err < 0) v.max_rel_err = check(state, v);
   const Samples m = time_calls(
       st, [&]() -> const char* { v.launch(); return nullptr; }, [&] { return sync_streams(v.devices); });
   launch_counters(st, v.launches, v.logical_bytes, 2 * static_cast<std::int64_t>(shape.bytes()));
@@ -380,12 +374,7 @@ std::string names_check(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  program_name = "rss_sharded_bench";
-  g_options.shapes = sharded_shapes;
-  g_options.dtypes = "fp32,bf16";
-  g_options.rounds = 5;
-  g_options.iterations = 20;
-  g_options.out = "sharded_records.json";
+  suite_defaults("rss_sharded_bench", sharded_shapes, "fp32,bf16", 5, 20, 5, "sharded_records.json");
   Suite suite{"sharded",
               "rss_sharded_bench: rss's rms_scaled_softmax with rows split over the GPUs of one machine (one process,\n"
               "ncclCommInitAll), against the best rss strategy on the whole row on one GPU (Google Benchmark).",
