@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "copy_floor.cuh"
+#include "harness/storage.hpp"
 #include "rss/rss.cuh"
 
 namespace rss_bench {
@@ -97,12 +98,9 @@ rss::Status prepare_typed(const rss::Config& config, const ShapeBuffers& b, bool
 }
 
 inline rss::Status prepare_config(const rss::Config& config, const ShapeBuffers& b, Prepared* p, bool one_call = false) {
-  switch (b.dtype) {
-    case rss::DType::fp32: return prepare_typed<float>(config, b, one_call, p);
-    case rss::DType::bf16: return prepare_typed<__nv_bfloat16>(config, b, one_call, p);
-    case rss::DType::fp16: return prepare_typed<__half>(config, b, one_call, p);
-  }
-  return rss::Status::invalid_strategy;
+  return with_storage(b.dtype, [&](auto tag) {
+    return prepare_typed<typename decltype(tag)::type>(config, b, one_call, p);
+  });
 }
 
 inline Variant config_variant(const std::string& name, const rss::Config& config) {

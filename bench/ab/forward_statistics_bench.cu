@@ -96,7 +96,7 @@ void run(benchmark::State& state, rss::Strategy strategy, std::int64_t rows, std
 struct Shape {
   std::int64_t rows, cols;
 };
-// The committed shapes (bench/shapes.hpp), listed here so that the source needs no header of this tree.
+// The committed shapes (bench/harness/shapes.hpp), listed here so that the source needs no header of this tree.
 constexpr Shape shapes[] = {{1, 131072},   {8, 131072},  {64, 131072},  {32, 128256},  {4096, 4096},
                             {16384, 8192}, {4096, 32768}, {1, 1048576}, {1, 4194304}, {1, 16777216}};
 

@@ -70,15 +70,15 @@ def sharded_composed(x, cols, world):
     return (e / z[:, None]).to(x.dtype)
 
 
-def random_input(rows, cols, dtype, seed, with_dy=False):
-    """x (and dy) from a CUDA generator seeded by (seed, shape), the same on every rank: as sharded_bench's input,
-    row i is s_i (u + o_i), s_i in [0.25, 4), o_i in [-2, 2), u in [-4, 4), never zero; dy in [-1, 1)."""
+def random_input(rows, cols, dtype, seed):
+    """x from a CUDA generator seeded by (seed, shape), the same on every rank: as rss_sharded_bench's input, row i is
+    s_i (u + o_i), s_i in [0.25, 4), o_i in [-2, 2), u in [-4, 4), never zero."""
     gen = torch.Generator(device="cuda").manual_seed(seed + rows * 1000003 + cols)
     u = lambda *shape: torch.rand(shape, generator=gen, device="cuda")  # noqa: E731
     s, o = 0.25 + 3.75 * u(rows, 1), 4 * u(rows, 1) - 2
     x = (s * (8 * u(rows, cols) - 4 + o)).to(dtype)
     x[x == 0] = 1e-3
-    return x, (2 * u(rows, cols) - 1).to(dtype) if with_dy else None
+    return x
 
 
 def capture(fn, stream, warmup):
@@ -139,9 +139,9 @@ class Forward:
     def document(self, context, turns, failures):
         runs = [records.run_entry(f"{records.shape_label(*t['shape'])}/round{t['round']}/{t['variant']}", t["host"],
                                   t["device_us"], rows=t["shape"][0], cols=t["shape"][1], round=t["round"],
-                                  position=t["position"], kernels=-1, launches=1 if t["variant"].endswith("_graph")
-                                  else -1, cooperative=0, logical_bytes=-1, evicted_tiles=0,
-                                  max_rel_err=t["max_rel_err"]) for t in turns]
+                                  position=t["position"], world=self.world if self.world > 1 else None,
+                                  kernels=-1, launches=1 if t["variant"].endswith("_graph") else -1, cooperative=0,
+                                  logical_bytes=-1, evicted_tiles=0, max_rel_err=t["max_rel_err"]) for t in turns]
         runs += [{"name": f"{records.shape_label(*f['shape'])}/{f['variant']}", "run_type": "iteration",
                   "error_occurred": True, "error_message": f["error"]} for f in failures]
         return {"context": {"schema": records.SCHEMA, **{k: v if isinstance(v, dict) else str(v)
@@ -151,8 +151,9 @@ class Forward:
 class Backward(Forward):
     order = 2
 
-    def prepare(self, rows, cols, dtype):
-        x, self.dy = random_input(rows, cols, dtype, self.args.fixture_seed, with_dy=True)
+    def prepare(self, rows, cols, dtype):  # rss_backward_bench's input: x the fixture, dy the next seed's over 4
+        x = torch.from_numpy(fixture.matrix(self.args.fixture_seed, rows, cols)).cuda().to(dtype)
+        self.dy = (torch.from_numpy(fixture.matrix(self.args.fixture_seed + 1, rows, cols)).cuda() / 4).to(dtype)
         self.x, x64 = x.requires_grad_(True), x.detach().double().requires_grad_(True)
         self.ref = torch.autograd.grad(composed(x64), x64, self.dy.double())[0]
 
@@ -186,7 +187,7 @@ class Sharded(Forward):
         torch.cuda.synchronize()
 
     def prepare(self, rows, cols, dtype):
-        x, _ = random_input(rows, cols, dtype, self.args.seed)
+        x = random_input(rows, cols, dtype, self.args.fixture_seed)
         self.widths = [cols // self.world + (r < cols % self.world) for r in range(self.world)]
         c0 = sum(self.widths[:self.rank])
         self.x, self.cols = x[:, c0:c0 + self.widths[self.rank]].contiguous(), cols
@@ -206,18 +207,6 @@ class Sharded(Forward):
         every = [torch.empty(len(host), dtype=torch.float64, device="cuda") for _ in range(self.world)]
         dist.all_gather(every, torch.tensor(host, dtype=torch.float64, device="cuda"))
         return torch.stack(every).amax(dim=0).tolist()
-
-    def document(self, context, turns, failures):
-        out = {}
-        for t in turns:
-            rec = out.setdefault((t["shape"], t["variant"]), {
-                "rows": t["shape"][0], "cols": t["shape"][1], "dtype": t["shape"][2], "world": self.world,
-                "variant": t["variant"], "detail": f"torch {torch.__version__}, all_gather_into_tensor + all_reduce, "
-                "eager", "status": "ok", "max_rel_err": t["max_rel_err"], "uuids": context["uuid"].split(","),
-                "samples_us": [], "round_of_sample": []})
-            rec["samples_us"] += [round(v, 3) for v in t["host"]]
-            rec["round_of_sample"] += [t["round"]] * len(t["host"])
-        return {"context": context, "records": list(out.values())}
 
 
 def measure(suite, args, variants, work, context):
@@ -266,7 +255,7 @@ def measure(suite, args, variants, work, context):
             done = index * args.rounds + rnd + 1
             say(f"  round {rnd + 1}/{args.rounds} ({', '.join(order)}): about "
                 f"{(time.time() - start) / done * (len(work) * args.rounds - done):.0f} s left")
-        for variant in (v for v in variants if v in errors):  # sharded_bench's summary line
+        for variant in (v for v in variants if v in errors):  # one line per variant: its median sample and error
             host = sorted(h for t in turns if (t["shape"], t["variant"]) == (shape, variant) for h in t["host"])
             say(f"{rows:6d} x {cols:<9d} {dtype} {variant} {host[len(host) // 2]:10.2f} us  err {errors[variant]:.3g}")
         for name in ("x", "dy", "ref"):
@@ -324,8 +313,7 @@ def run(rank, args, world=1, port=None):
     if rank == 0:
         context["clocks_end"] = session.nvidia_smi(session.CLOCKS, uuids[0])
         records.write(args.out + ".partial", suite.document(context, turns, failures))
-        if args.suite != "sharded":
-            records.load(args.out + ".partial", complete=False)  # what it wrote follows the schema
+        records.load(args.out + ".partial", complete=False)  # what it wrote follows the schema
         os.replace(args.out + ".partial", args.out)
         print(f"rssbench peers: {len(turns)} records, {len(failures)} failures, written to {args.out} in "
               f"{time.time() - start:.0f} s", file=sys.stderr)
@@ -346,9 +334,9 @@ def main(argv):
     add("--rounds", type=int, help="rounds per shape and dtype (forward 10, backward 3, sharded 5)")
     add("--iterations", "--samples", type=int, help="host samples per variant and round (sharded 20, others 50)")
     add("--warmup", type=int, help="calls before each variant's samples (sharded 5, others 3)")
-    add("--seed", type=int, help="seed of the shuffles (sharded: and of the input; default 1, sharded: the time)")
+    add("--seed", type=int, default=1, help="seed of the shuffles (default 1)")
     add("--session", type=int, default=1, help="session number (recorded and part of the shuffles' seed)")
-    add("--fixture-seed", type=int, default=42, help="seed of the input (forward: of the fixture)")
+    add("--fixture-seed", type=int, default=42, help="seed of the input (forward, backward: the fixture's)")
     add("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
     add("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
     add("--tree", default=records.TREE, help="tree whose include/ and bench/ are hashed into the records")
@@ -357,7 +345,6 @@ def main(argv):
     for key, value in zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults):
         setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
     args.variants = args.variants or ",".join(known)
-    args.seed = args.seed if args.seed is not None else int(time.time()) if args.suite == "sharded" else 1
     if not set(args.dtypes.split(",")) <= set(TOLERANCE) or not set(args.variants.split(",")) <= set(known):
         ap.error(f"--dtypes must be within {sorted(TOLERANCE)} and --variants within {', '.join(known)}")
     if min(args.rounds, args.iterations, args.session) < 1 or args.warmup < 0:

@@ -37,7 +37,6 @@ GB_SUFFIX = re.compile(r"^(?:(?:iterations|repeats|min_time|min_warmup_time|thre
                        r"process_time)$")
 SHAPE_PART = re.compile(r"^(\d+)x(\d+)(?::(fp32|bf16|fp16))?$")
 ROUND_PART = re.compile(r"^round(\d+)$")
-SUITES = ("forward", "backward", "statistics", "sharded")
 UNIT_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 
@@ -68,7 +67,7 @@ def _require(cond, where, msg):
 
 def parse_name(name, where="name"):
     """'8x131072:bf16/round3/cluster_row/iterations:30/manual_time' -> {rows, cols, dtype, round, variant};
-    also 'backward/bf16/8x131072/cluster_row' (suite word, dtype part) and suite-mode names (round None)."""
+    suite-mode names ('8x131072:bf16/cluster_row') have round None."""
     out, rest = {"rows": None, "cols": None, "dtype": "fp32", "round": None}, []
     for p in (p for p in name.split("/") if p and not GB_SUFFIX.match(p)):
         shape, rnd = SHAPE_PART.match(p), ROUND_PART.match(p)
@@ -76,9 +75,7 @@ def parse_name(name, where="name"):
             out.update(rows=int(shape.group(1)), cols=int(shape.group(2)), dtype=shape.group(3) or out["dtype"])
         elif rnd and out["round"] is None:
             out["round"] = int(rnd.group(1))
-        elif p in DTYPES:
-            out["dtype"] = p
-        elif p not in SUITES or rest:
+        else:
             rest.append(p)
     _require(out["rows"] is not None and len(rest) == 1, where,
              f"benchmark name {name!r} is not SHAPE/[roundR/]VARIANT")
@@ -119,9 +116,7 @@ def record_of(run, where):
         r["round"] = _integer(run.get("round", run.get("repetition_index", 0)), where, "round")
     samples = sorted((int(k.split("/", 1)[1]), v) for k, v in run.items() if k.startswith("host_us/"))
     _require([i for i, _ in samples] == list(range(len(samples))), where, "host_us/i counters are not 0..N-1")
-    real = _number(run.get("real_time"))
-    host = ([_number(v) for _, v in samples] if samples else [_number(run["host_us"])] if "host_us" in run else
-            [real * UNIT_US[run.get("time_unit", "ns")]] if real and run.get("time_unit", "ns") in UNIT_US else [])
+    host = [_number(v) for _, v in samples]
     _require(host and all(h is not None and h > 0 for h in host), where, "'host_us' must be a non-empty list of "
              "positive finite numbers")
     device, blocks = _number(run.get("device_us")), _number(run.get("active_blocks_per_sm"))
@@ -133,7 +128,8 @@ def record_of(run, where):
               "active_blocks_per_sm": int(blocks) if blocks else None,
               "logical_bytes": _integer(run.get("logical_bytes", -1), where, "logical_bytes"),
               "evicted_tiles": _integer(run.get("evicted_tiles", 0), where, "evicted_tiles"),
-              "max_rel_err": _number(run.get("max_rel_err"))})
+              "max_rel_err": _number(run.get("max_rel_err")), "world": _integer(run.get("world", 1), where, "world"),
+              "label": run.get("label", "")})
     return r
 
 
@@ -148,11 +144,12 @@ def normalize(doc, where="records", complete=True):
         _require(key in ctx and (isinstance(ctx[key], dict) or str(ctx[key]) != "" or not complete), where,
                  f"context lacks '{key}'")
     ints = {k: _integer(ctx[k], f"{where}: context", k) for k in INTEGERS if k in ctx}
-    _require(min(ints.get(k, 0) for k in ("session", "sm_count", "rounds", "iterations")) >= 1 and "seed" in ints,
-             where, "context needs session, sm_count, rounds, iterations >= 1 and seed")
+    needs = ("session", "rounds", "iterations") + (("sm_count",) if complete else ())
+    _require(min(ints.get(k, 0) for k in needs) >= 1 and "seed" in ints, where,
+             f"context needs {', '.join(needs)} >= 1 and seed")
     _require(ctx.get("shape_order") in SHAPE_ORDERS, where, "context.shape_order must be 'forward' or 'reverse'")
     context = {k: ctx.get(k, "") for k in ("gpu", "uuid", "driver", "toolkit", "source_hash")}
-    context.update(sm_count=ints["sm_count"], clocks_start=ctx.get("clocks_start", {}),
+    context.update(sm_count=ints.get("sm_count"), clocks_start=ctx.get("clocks_start", {}),
                    clocks_end=ctx.get("clocks_end", {}),
                    config={k: ints.get(k, v) for k, v in ctx.items() if k not in IDENTITY | GB_CONTEXT},
                    fixture={"seed": ints.get("fixture_seed"), "generator": ctx.get("fixture_generator", ""),
@@ -164,7 +161,8 @@ def normalize(doc, where="records", complete=True):
         rw = f"{where}: benchmarks[{i}]"
         _require("name" in run, rw, "a run needs a name")
         if error:
-            out["errors"].append({"name": run["name"], "error": error})
+            out["errors"].append(dict(parse_name(run["name"], rw), name=run["name"], error=error,
+                                      label=run.get("label", ""), world=_integer(run.get("world", 1), rw, "world")))
             continue
         rec = record_of(run, rw)
         key = (rec["rows"], rec["cols"], rec["dtype"], rec["variant"], rec["round"])
@@ -186,12 +184,12 @@ def load(path, complete=True):
     return dict(normalize(doc, name, complete), file=name, sha256=hashlib.sha256(data).hexdigest())
 
 
-def load_dir(directory):
+def load_dir(directory, complete=True):
     """All *.json raw record files of a directory, sorted by name: [(name, sha256, normalised doc)]."""
     names = sorted(n for n in os.listdir(directory) if n.endswith(".json")) if os.path.isdir(directory) else None
     _require(names is not None, directory, "no such records directory")
     _require(names, directory, "no *.json record files")
-    return [(n, doc["sha256"], doc) for n in names for doc in [load(os.path.join(directory, n))]]
+    return [(n, doc["sha256"], doc) for n in names for doc in [load(os.path.join(directory, n), complete)]]
 
 
 def run_entry(name, host_us, device_us=None, **counters):

@@ -1,6 +1,7 @@
 """The forward report (bench/results/) from the raw records only, and its verification (docs/protocol.md)."""
 import argparse
 import difflib
+import importlib
 import json
 import math
 import os
@@ -38,6 +39,7 @@ TARGETS = {
                                   "({host_us:.2f} vs {torch_compile_graph_us:.2f} us)",
                                   "torch.compile with CUDA Graph replay (no records)"),
     "automatic_within_3pct": ("automatic is {automatic_to_best:.3f}x the best strategy", "automatic (no records)")}
+SUITES = {"forward": (), "backward": ("backward",), "sharded": ("sharded",)}  # their folders under bench/results
 OUTPUTS = ("summary.json", "results.md", "provenance.json", "bars.png", "controls.png")
 # The project's shapes, article shapes first; other shapes follow by size.
 KNOWN_SHAPES = [(1, 131072), (8, 131072), (64, 131072), (32, 128256), (1, 1048576), (1, 4194304),
@@ -147,6 +149,38 @@ def session_stats(values):
     v = np.array([values[r] for r in sorted(values)], dtype=np.float64)
     return {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)),
             "p90": float(np.percentile(v, 90)), "rounds": len(v)}
+
+
+def suite_rows(docs):
+    """A row per (shape, dtype, variant) of a one-session suite (backward, sharded) over its files: host_us, p10_us,
+    p90_us as a forward session's median, p10, p90 over rounds, device_us the median over rounds, the samples, the
+    worst max_rel_err and the first round's facts; a variant that never ran: its error."""
+    groups = defaultdict(list)
+    for doc in docs:
+        for r in doc["records"] + doc["errors"]:
+            groups[(r["rows"], r["cols"], r["dtype"], r["variant"])].append(dict(r, file=doc["file"]))
+    rows = []
+    for key, rs in sorted(groups.items()):
+        ran = {r["round"]: r for r in rs if "error" not in r}
+        row = {**dict(zip(("rows", "cols", "dtype", "variant"), key)), "file": rs[0]["file"], "label": rs[0]["label"]}
+        if not ran:
+            rows.append(dict(row, error=rs[0]["error"], world=rs[0]["world"]))
+            continue
+        host, dev = (session_stats(round_values(ran, field)) for field in ("host_us", "device_us"))
+        first = ran[min(ran)]
+        errs = [r["max_rel_err"] for r in ran.values() if r["max_rel_err"] is not None]
+        rows.append(dict(row, label=first["label"], host_us=host["median"], p10_us=host["p10"], p90_us=host["p90"],
+                         rounds=host["rounds"], samples=sum(len(r["host_us"]) for r in ran.values()),
+                         device_us=dev and dev["median"], max_rel_err=max(errs) if errs else None,
+                         **{k: first[k] for k in ("world", "kernels", "launches", "logical_bytes")}))
+    return rows
+
+
+def files_of(files):
+    """The record files of a one-session suite, for its summary: name, sha256, producer, GPU and configuration."""
+    return [{"file": name, "sha256": sha, "producer": doc["producer"],
+             **{k: doc["context"][k] for k in ("gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]}
+            for name, sha, doc in files]
 
 
 def metadata(all_recs, warnings, label):
@@ -472,13 +506,27 @@ def dump_json(obj):
     return json.dumps(obj, indent=1, allow_nan=False) + "\n"
 
 
-def build(records_dir, out):
-    summary, markdown, provenance = compute(records_dir)
+def outputs(suite, records_dir):
+    """What build writes under --out, recomputed from the raw records: ({file name: JSON object or text}, the
+    forward's summary and provenance or None)."""
+    if suite == "forward":
+        summary, markdown, provenance = compute(records_dir)
+        return {"summary.json": summary, "results.md": markdown, "provenance.json": provenance}, (summary, provenance)
+    module = importlib.import_module(suite)
+    summary, markdown = module.compute(records.load_dir(records_dir, complete=False))
+    return {"summary.json": summary, module.REPORT: markdown}, None
+
+
+def build(suite, records_dir, out):
+    files, forward = outputs(suite, records_dir)
     os.makedirs(out, exist_ok=True)
-    for name, text in (("summary.json", dump_json(summary)), ("results.md", markdown),
-                       ("provenance.json", dump_json(provenance))):
+    for name, fresh in files.items():
         with open(os.path.join(out, name), "w", encoding="utf-8") as f:
-            f.write(text)
+            f.write(fresh if isinstance(fresh, str) else dump_json(fresh))
+    if not forward:
+        print(f"built {', '.join(files)} in {out}")
+        return 0
+    summary, provenance = forward
     draw(provenance, out)
     for w in summary["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
@@ -517,22 +565,27 @@ def compare(committed, fresh, path, problems):
         problems.append(f"{path}: committed {committed!r}, recomputed {fresh!r}"[:400])
 
 
-def verify(records_dir, out, tree):
-    summary, markdown, provenance = compute(records_dir)
+def verify(suite, records_dir, out, tree):
+    files, forward = outputs(suite, records_dir)
     problems = []
-    for name, fresh in (("summary.json", summary), ("provenance.json", provenance), ("results.md", markdown)):
+    for name, fresh in files.items():
         try:
             with open(os.path.join(out, name), encoding="utf-8") as f:
-                old = f.read() if name == "results.md" else json.load(f)
+                old = f.read() if isinstance(fresh, str) else json.load(f)
         except (OSError, ValueError) as e:
             problems.append(f"{name}: cannot read the committed file: {e}")
             continue
-        if name != "results.md":  # provenance.json's raw_files: each raw file on disk and its sha256
+        if not isinstance(fresh, str):  # provenance.json's raw_files: each raw file on disk and its sha256
             compare(old, fresh, name, problems)
         elif old != fresh:
-            diff = list(difflib.unified_diff(old.splitlines(), fresh.splitlines(), "results.md (committed)",
-                                             "results.md (re-rendered)", lineterm="", n=0))
-            problems.append("results.md differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
+            diff = list(difflib.unified_diff(old.splitlines(), fresh.splitlines(), f"{name} (committed)",
+                                             f"{name} (re-rendered)", lineterm="", n=0))
+            problems.append(f"{name} differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
+    if not forward:
+        print("\n".join(f"MISMATCH: {p}" for p in problems) + f"\nFAIL: {len(problems)} problem(s)" if problems else
+              f"PASS: {suite}: {', '.join(files)} recomputed from {records_dir}")
+        return 1 if problems else 0
+    summary, provenance = forward
     problems += [f"{n}: missing" for n in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, n))]
     tree_hash = records.source_hash(tree)
     measured_on = {s["session"]: s["source_hash"] for s in summary["sessions"]}  # one per session (collect)
@@ -561,21 +614,26 @@ def main(argv):
         "committed one. Protocol and targets: docs/protocol.md.",
         epilog="Defaults are relative to the repository holding this script, not to the current directory.")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{build,verify}")
-    for cmd, what in (("build", "aggregate the raw records into summary.json, results.md, provenance.json, bars.png "
-                                "and controls.png under --out"),
+    for cmd, what in (("build", "aggregate the raw records into the report files under --out (forward: summary.json, "
+                                "results.md, provenance.json, bars.png, controls.png; backward: summary.json, "
+                                "results.md; sharded: summary.json, report.md)"),
                       ("verify", "recompute everything from the raw records and compare it with the files under "
-                                 "--out; check the raw files' sha256, the source hash against --tree and that the "
-                                 "sessions ran on distinct GPUs; exit 1 on any mismatch")):
+                                 "--out; forward: also check the raw files' sha256, the source hash against --tree and "
+                                 "that the sessions ran on distinct GPUs; exit 1 on any mismatch")):
         p = sub.add_parser(cmd, help=what, description=what)
-        p.add_argument("--records", default=os.path.join(TREE, "bench", "results", "raw"),
-                       help="folder of raw record files (*.json; default: bench/results/raw)")
-        p.add_argument("--out", default=os.path.join(TREE, "bench", "results"),
-                       help="folder of the report files (default: bench/results)")
-    p.add_argument("--tree", default=TREE, help="repository whose include/ and bench/ the records' source hash must "
-                   "match (default: this repository)")  # p: verify's
+        p.add_argument("--suite", choices=SUITES, default="forward", help="the suite (default forward)")
+        p.add_argument("--records", help="folder of raw record files (*.json; default: bench/results/raw, "
+                       "bench/results/backward/raw or bench/results/sharded/raw)")
+        p.add_argument("--out", help="folder of the report files (default: bench/results, bench/results/backward or "
+                       "bench/results/sharded)")
+    p.add_argument("--tree", default=TREE, help="repository whose include/ and bench/ the forward records' source "
+                   "hash must match (default: this repository)")  # p: verify's
     args = ap.parse_args(argv)
+    out = args.out or os.path.join(TREE, "bench", "results", *SUITES[args.suite])
+    records_dir = args.records or os.path.join(out, "raw")
     try:
-        return build(args.records, args.out) if args.cmd == "build" else verify(args.records, args.out, args.tree)
+        return (build(args.suite, records_dir, out) if args.cmd == "build" else
+                verify(args.suite, records_dir, out, args.tree))
     except records.RecordError as e:  # build: exit 2 (stderr); verify: a failed verification, exit 1 (stdout)
         print(f"FAIL: raw records: {e}", file=sys.stderr if args.cmd == "build" else sys.stdout)
         return 2 if args.cmd == "build" else 1

@@ -158,8 +158,7 @@ def run_session(args, session, bench, gpu, env, why):
     rss_out = os.path.join(args.raw, "session%d_rss.json" % session)
     common = ["--rounds=%d" % args.rounds, "--iterations=%d" % args.iterations, "--seed=%d" % args.seed,
               "--fixture-seed=%d" % args.fixture_seed, "--shape-order=" + order, "--session=%d" % session]
-    bench_shapes = ",".join(s if d == "fp32" else s + ":" + d for d in args.dtypes.split(",")
-                            for s in args.shapes.split(","))
+    bench_shapes = ",".join(f"{s}:{d}" for d in args.dtypes.split(",") for s in args.shapes.split(","))
     rc = subprocess.run([bench, *common, "--shapes=" + bench_shapes, "--out=" + rss_out], env=env).returncode
     if rc != 0:
         sys.exit("session: rss_bench exited %d%s" % (rc, " (no GPU?)" if rc == 2 else ""))

@@ -362,9 +362,8 @@ class CommandLineTest(unittest.TestCase):
                 rc, out = run(command, *args, python=(sys.executable, "-S"))
                 self.assertEqual(rc, 0, f"{command}: {out}")
                 self.assertIn("usage:", out, command)
-        p = subprocess.run([sys.executable, "-S", os.path.join(TOOLS, "..", "sharded", "report.py"), "--help"],
-                           capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stderr)
+        rc, out = run("report", "build", "--help", python=(sys.executable, "-S"))
+        self.assertIn("--suite {forward,backward,sharded}", out)
 
 
 class SourceHashTest(Workspace):
@@ -434,22 +433,100 @@ class PeersTest(unittest.TestCase):
             self.assertIn("torch", out)
 
 
-class SummaryTest(unittest.TestCase):
-    def test_backward_summary_of_the_committed_run(self):
-        """rssbench backward gives the committed backward summary again (but for the tool's name)."""
-        d = os.path.join(RESULTS, "backward")
-        if not os.path.isfile(os.path.join(d, "rss_backward.json")):
-            self.skipTest("no committed backward run")
-        with tempfile.TemporaryDirectory() as tmp:
-            rc, out = run("backward", "--rss", os.path.join(d, "rss_backward.json"), "--peers",
-                          os.path.join(d, "peers.json"), "--out", os.path.join(tmp, "s.json"), "--report",
-                          os.path.join(tmp, "r.md"))
-            self.assertEqual(rc, 0, out)
-            fresh, committed = (json.loads(read(os.path.join(p, n))) for p, n in ((tmp, "s.json"), (d, "summary.json")))
-            self.assertEqual({**fresh, "producer": None}, {**committed, "producer": None})
-            fresh, committed = (read(os.path.join(p, n)).splitlines() for p, n in ((tmp, "r.md"), (d, "results.md")))
-            self.assertEqual(fresh[3:], committed[3:])  # line 3 names the tool
+def suite_document(suite, producer, runs, **context):
+    """A one-session suite's record file (backward, sharded), as its C++ bench or peer writes it."""
+    ctx = {"schema": records.SCHEMA, "producer": producer, "suite": suite, "session": "1", "gpu": "NVIDIA H200",
+           "uuid": "GPU-a,GPU-b", "driver": "cuda 13.0", "toolkit": "13.0", "sm_count": "132", "rounds": "3",
+           "iterations": "4", "warmup": "2", "seed": "1", "shape_order": "forward", **context}
+    return {"context": ctx, "benchmarks": runs}
 
+
+def suite_run(shape, variant, rnd, host, label="", **counters):
+    return dict(records.run_entry(f"{records.shape_label(*shape)}/round{rnd}/{variant}", [float(h) for h in host],
+                                  None, rows=shape[0], cols=shape[1], round=rnd, **counters), label=label)
+
+
+def error_run(shape, variant, message, **fields):
+    return {"name": f"{records.shape_label(*shape)}/{variant}", "run_type": "iteration", "error_occurred": True,
+            "error_message": message, **fields}
+
+
+class SuiteReportTest(unittest.TestCase):
+    """report --suite backward|sharded: every number from the records, verify re-renders and compares."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="rss_suite_test_")
+        self.raw = os.path.join(self.tmp, "raw")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def report(self, command, suite):
+        return run("report", command, "--suite", suite, "--records", self.raw, "--out", self.tmp)
+
+    def test_backward_targets_from_round_medians(self):
+        shape = (32, 128256, "fp32")
+        host = {"cluster_row": [[30, 31, 90], [32], [29]], "floor": [[25], [26], [24]], "automatic": [[33], [33], [33]],
+                "cluster_row_saved": [[28], [27], [29]], "floor_saved": [[20], [20], [21]]}
+        write(os.path.join(self.raw, "rss_backward.json"), suite_document("backward", "rss_backward_bench", [
+            suite_run(shape, v, rnd, h, label=v, max_rel_err=1e-7) for v, rounds in host.items()
+            for rnd, h in enumerate(rounds)] + [error_run(shape, "cluster_row:512x8x8", "not used for this row")]))
+        write(os.path.join(self.raw, "peers.json"), suite_document("backward", "backward_torch_peers", [
+            suite_run(shape, "torch_compile_bwd_graph", rnd, [40]) for rnd in range(3)], torch="2.11"))
+        rc, out = self.report("build", "backward")
+        self.assertEqual(rc, 0, out)
+        summary = json.loads(read(os.path.join(self.tmp, "summary.json")))
+        best = summary["best_per_shape"][0]
+        # cluster_row's round medians 31, 32, 29 -> 31 (the 90 us outlier moves nothing); saved: 28 against 20.
+        self.assertEqual((best["y_host_us"], best["floor_y_us"], best["saved_host_us"]), (31.0, 25.0, 28.0))
+        self.assertEqual((best["best_rss_variant"], best["ratio_to_floor"]), ("cluster_row_saved", 28.0 / 20.0))
+        self.assertTrue(best["beats_torch_compile_bwd_graph"])
+        self.assertFalse(best["within_1_25x_of_floor"])  # 1.4x of a floor of 20 us
+        rows = {r["variant"]: r for r in summary["results"]}
+        self.assertEqual(rows["cluster_row:512x8x8"]["error"], "not used for this row")
+        self.assertEqual((rows["cluster_row"]["samples"], rows["cluster_row"]["rounds"]), (5, 3))
+        self.assertIn("| 32 x 128256 | fp32 | cluster_row:512x8x8 | error: not used for this row |",
+                      read(os.path.join(self.tmp, "results.md")))
+        self.assertEqual(self.report("verify", "backward")[0], 0)
+        with open(os.path.join(self.tmp, "results.md"), "a") as f:
+            f.write("edited\n")
+        rc, out = self.report("verify", "backward")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("results.md differs", out)
+
+    def test_sharded_single_gpu_is_the_fastest_accurate_candidate(self):
+        shape = (64, 131072, "fp32")
+        runs = [suite_run(shape, v, rnd, [us], label="ran " + v.split(":")[-1], max_rel_err=err, world=w)
+                for v, us, err, w in (("single_gpu:cluster_row", 30, 1e-7, 1), ("single_gpu:megakernel_grid", 20, 1e-3, 1),
+                                      ("single_gpu:local_fusion", 40, 1e-7, 1), ("nccl_host", 25, 1e-7, 2))
+                for rnd in range(3)]
+        runs.append(error_run(shape, "nccl_device", "refused", world=2))
+        write(os.path.join(self.raw, "sharded_records.json"),
+              suite_document("sharded", "rss_sharded_bench", runs, world="2", gpus="NVIDIA H200,NVIDIA H200"))
+        rc, out = self.report("build", "sharded")
+        self.assertEqual(rc, 0, out)
+        rows = {r["variant"]: r for r in json.loads(read(os.path.join(self.tmp, "summary.json")))["rows"]}
+        self.assertEqual(rows["single_gpu"]["host_us"], 30.0)  # megakernel_grid is faster but out of tolerance
+        self.assertEqual((rows["nccl_host"]["uuids"], rows["single_gpu"]["uuids"]), (["GPU-a", "GPU-b"], ["GPU-a"]))
+        self.assertEqual((rows["nccl_device"]["status"], rows["nccl_device"]["world"]), ("refused", 2))
+        md = read(os.path.join(self.tmp, "report.md"))
+        self.assertIn("| 64 x 131072 | fp32 | 30.00 (cluster_row) | 25.00 | refused | – |", md)
+        self.assertIn("nccl_device – < nccl_host 25.00 < torch_distributed –: missed", md)
+        self.assertEqual(self.report("verify", "sharded")[0], 0)
+
+    def test_committed_sharded_records_read_and_verify(self):
+        d = os.path.join(RESULTS, "sharded", "raw")
+        if not os.path.isfile(os.path.join(d, "sharded_records.json")):
+            self.skipTest("no committed sharded run")
+        doc = records.load(os.path.join(d, "sharded_records.json"), complete=False)
+        self.assertEqual((doc["suite"], doc["context"]["config"]["world"]), ("sharded", "2"))
+        self.assertTrue(all(e["world"] in (1, 2) and e["rows"] for e in doc["errors"]))
+        self.assertEqual({r["world"] for r in doc["records"]}, {1, 2})
+        rc, out = run("report", "verify", "--suite", "sharded")
+        self.assertEqual(rc, 0, out)
+
+
+class SummaryTest(unittest.TestCase):
     def test_ab_summary(self):
         with tempfile.TemporaryDirectory() as tmp:
             for tree, us in (("old", 10.0), ("new", 9.0)):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the sharded tests and bench on a machine with several GPUs, writing logs and records to OUTDIR.
 #   bash bench/sharded/device_run.sh BINDIR OUTDIR [tests|bench|all] [bench options...]
-# BINDIR holds rss_sharded_gpu_tests, rss_sharded_mp_tests and sharded_bench built for this machine.
+# BINDIR holds rss_sharded_gpu_tests, rss_sharded_mp_tests and rss_sharded_bench built for this machine.
 # NVLink multicast stays off in every process started from here.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -28,7 +28,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   rc=$((rc | ${PIPESTATUS[0]}))
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
-  timeout 240 "$bin/sharded_bench" --out "$out/sharded_records.json" "$@" 2>&1 | tee "$out/bench.log"
+  timeout 240 "$bin/rss_sharded_bench" --out="$out/sharded_records.json" "$@" 2>&1 | tee "$out/bench.log"
   rc=$((rc | ${PIPESTATUS[0]}))
   timeout 240 python3 bench/rssbench peers --suite sharded --out "$out/torch_records.json" "$@" 2>&1 | tee "$out/torch.log"
   rc=$((rc | ${PIPESTATUS[0]}))
