@@ -201,21 +201,19 @@ inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
     const bool pipelined = residence == R::shared_memory_pipelined;
     // Pipelining pays only where a block loops over rows: many rows per SM, rows a cluster of 1 or 2 holds.
     if (pipelined && shape.rows < 4 * static_cast<std::int64_t>(device.sm_count)) continue;
-    for (const int threads : rss::cluster_row_threads) {
-      for (const int elems : shared ? rss::cluster_row_shared_elems : rss::cluster_row_elems) {
-        for (const int cluster : {1, 2, 3, 4, 6, 8}) {
-          if (pipelined && cluster > 2) continue;
-          const rss::ClusterConfig c{threads, elems, cluster, residence};
-          // The planner uses a configuration exactly when it fits: the variant runs what its name says.
-          if (!rss::cluster_config_fits(c, shape.cols, shape.dtype, device.max_cluster_size)) continue;
-          // Only configurations within 2x of the tightest cluster: far larger ones leave most threads idle.
-          if (static_cast<std::int64_t>(threads) * elems * cluster > 2 * shape.cols + 16384) continue;
-          const std::string name = "cluster_row:" + std::to_string(threads) + "x" + std::to_string(elems) + "x" +
-                                   std::to_string(cluster) + (pipelined ? "p" : shared ? "s" : "");
-          v.push_back(detail::config_variant(name, rss::Config{rss::Strategy::cluster_row, c}));
-        }
+    rss::for_each_cluster_config(residence, [&](int threads, int elems) {
+      for (const int cluster : {1, 2, 3, 4, 6, 8}) {
+        if (pipelined && cluster > 2) continue;
+        const rss::ClusterConfig c{threads, elems, cluster, residence};
+        // The planner uses a configuration exactly when it fits: the variant runs what its name says.
+        if (!rss::cluster_config_fits(c, shape.cols, shape.dtype, device.max_cluster_size)) continue;
+        // Only configurations within 2x of the tightest cluster: far larger ones leave most threads idle.
+        if (static_cast<std::int64_t>(threads) * elems * cluster > 2 * shape.cols + 16384) continue;
+        const std::string name = "cluster_row:" + std::to_string(threads) + "x" + std::to_string(elems) + "x" +
+                                 std::to_string(cluster) + (pipelined ? "p" : shared ? "s" : "");
+        v.push_back(detail::config_variant(name, rss::Config{rss::Strategy::cluster_row, c}));
       }
-    }
+    });
   }
   detail::add_copy_floors(v);
   v.push_back(detail::memcpy_floor_variant());

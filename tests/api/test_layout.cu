@@ -313,7 +313,7 @@ TEST_CASE("cluster_row with rows in shared memory: strided, in place and odd wid
   // Whole aligned vectors (the copy engine loads the share), odd widths and leading dimensions (element by
   // element), one block and clusters of several, several rows per SM.
   for (std::int64_t cols : {1001, 4097, 8192, 70001}) {
-    for (const int threads : rss::cluster_row_threads) {
+    for (const int threads : rss::cluster_row_shared_threads) {
       rss::ClusterConfig c{threads, 64, 0, rss::RowResidence::shared_memory};
       while (!rss::cluster_config_fits(c, cols, rss::DType::fp32, max_cluster_size) &&
              c.cluster_size < max_cluster_size) {
@@ -452,62 +452,60 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
     for (const R residence : {R::registers, R::shared_memory, R::shared_memory_pipelined}) {
       const bool shared = residence != R::registers;
       const bool pipelined = residence == R::shared_memory_pipelined;
-      for (int threads : rss::cluster_row_threads) {
-        for (int elems : shared ? rss::cluster_row_shared_elems : rss::cluster_row_elems) {
-          for (int cluster_size : {1, 2, 3, 4, 8, 16}) {
-            const rss::ClusterConfig c{threads, elems, cluster_size, residence};
-            if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, max_cluster_size)) continue;
-            INFO(rows << " x " << cols << " threads " << threads << " elems " << elems << " cluster " << cluster_size
-                      << (pipelined ? " pipelined" : shared ? " in shared memory" : " in registers") << " seed "
-                      << p.seed);
-            rss::Operator<float> op;
-            const rss::Config config{Strategy::cluster_row, c};
-            const Status init = op.initialize(config, x.get<const float>(), y.get<float>(), p.layout, nullptr, 0);
-            INFO("initialize: " << rss::status_message(init) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
-            // Tiles larger than a block's shared memory (two 128 KB fp32 tiles) are refused, not launched.
-            const std::int64_t tiles = pipelined ? 2 : shared ? 1 : 0;
-            const std::int64_t tile_bytes = tiles * rss::cluster_chunk(cols, cluster_size) * 4;
-            if (tile_bytes > static_cast<std::int64_t>(device.shared_per_block_optin)) {
-              CHECK(init == Status::not_admissible);
-              continue;
-            }
-            REQUIRE(init == Status::success);
-            rss::ClusterPlan plan;
-            REQUIRE(rss::cluster_geometry<float>(config, rows, cols, &plan) == Status::success);
-            CHECK(plan.config == c);
-            CHECK(plan.grid_blocks == rows * cluster_size);
-            rss::LaunchList list;
-            REQUIRE(op.describe(&list) == Status::success);
-            CHECK(list.kernels == 1);
-            CHECK(list.items[0].block == static_cast<unsigned>(threads));
-            CHECK(list.items[0].cluster_size == cluster_size);
-            CHECK(list.items[0].grid == static_cast<unsigned>(rows * cluster_size));
-            const bool exact = cols == static_cast<std::int64_t>(threads) * elems * cluster_size;
-            if (shared) {
-              const std::string kernel = pipelined ? "cluster_row::pipelined" : "cluster_row::shared";
-              CHECK(std::string(list.items[0].kernel) == (cols % 4 == 0 ? kernel + "_vectors" : kernel));
-              CHECK(list.items[0].shared_bytes ==
-                    static_cast<std::size_t>(plan.chunk_elems) * sizeof(float) * (pipelined ? 2 : 1));
-            } else {
-              CHECK(std::string(list.items[0].kernel) ==
-                    (exact ? "cluster_row::exact" : cols % 4 == 0 ? "cluster_row::vectors" : "cluster_row"));
-              CHECK(list.items[0].shared_bytes == 0);
-            }
-            rss_test::poison(y);
-            const Status s = op.run(stream);
-            INFO("run: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
-            CHECK(s == Status::success);
-            ++tested;
-            if (s != Status::success) continue;  // report every configuration, not only the first failure
-            RSS_TEST_CUDA(cudaStreamSynchronize(stream));
-            RSS_TEST_CUDA(cudaGetLastError());
-            const auto out = download<float>(y, p.x.size());
-            const double error = p.error(out, cols);
-            INFO("max row relative error " << error);
-            CHECK(error <= rss::reference::fp32_tolerance);
+      rss::for_each_cluster_config(residence, [&](int threads, int elems) {
+        for (int cluster_size : {1, 2, 3, 4, 8, 16}) {
+          const rss::ClusterConfig c{threads, elems, cluster_size, residence};
+          if (!rss::cluster_config_fits(c, cols, rss::DType::fp32, max_cluster_size)) continue;
+          INFO(rows << " x " << cols << " threads " << threads << " elems " << elems << " cluster " << cluster_size
+                    << (pipelined ? " pipelined" : shared ? " in shared memory" : " in registers") << " seed "
+                    << p.seed);
+          rss::Operator<float> op;
+          const rss::Config config{Strategy::cluster_row, c};
+          const Status init = op.initialize(config, x.get<const float>(), y.get<float>(), p.layout, nullptr, 0);
+          INFO("initialize: " << rss::status_message(init) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+          // Tiles larger than a block's shared memory (two 128 KB fp32 tiles) are refused, not launched.
+          const std::int64_t tiles = pipelined ? 2 : shared ? 1 : 0;
+          const std::int64_t tile_bytes = tiles * rss::cluster_chunk(cols, cluster_size) * 4;
+          if (tile_bytes > static_cast<std::int64_t>(device.shared_per_block_optin)) {
+            CHECK(init == Status::not_admissible);
+            continue;
           }
+          REQUIRE(init == Status::success);
+          rss::ClusterPlan plan;
+          REQUIRE(rss::cluster_geometry<float>(config, rows, cols, &plan) == Status::success);
+          CHECK(plan.config == c);
+          CHECK(plan.grid_blocks == rows * cluster_size);
+          rss::LaunchList list;
+          REQUIRE(op.describe(&list) == Status::success);
+          CHECK(list.kernels == 1);
+          CHECK(list.items[0].block == static_cast<unsigned>(threads));
+          CHECK(list.items[0].cluster_size == cluster_size);
+          CHECK(list.items[0].grid == static_cast<unsigned>(rows * cluster_size));
+          const bool exact = cols == static_cast<std::int64_t>(threads) * elems * cluster_size;
+          if (shared) {
+            const std::string kernel = pipelined ? "cluster_row::pipelined" : "cluster_row::shared";
+            CHECK(std::string(list.items[0].kernel) == (cols % 4 == 0 ? kernel + "_vectors" : kernel));
+            CHECK(list.items[0].shared_bytes ==
+                  static_cast<std::size_t>(plan.chunk_elems) * sizeof(float) * (pipelined ? 2 : 1));
+          } else {
+            CHECK(std::string(list.items[0].kernel) ==
+                  (exact ? "cluster_row::exact" : cols % 4 == 0 ? "cluster_row::vectors" : "cluster_row"));
+            CHECK(list.items[0].shared_bytes == 0);
+          }
+          rss_test::poison(y);
+          const Status s = op.run(stream);
+          INFO("run: " << rss::status_message(s) << " (" << cudaGetErrorString(rss::last_cuda_error()) << ")");
+          CHECK(s == Status::success);
+          ++tested;
+          if (s != Status::success) continue;  // report every configuration, not only the first failure
+          RSS_TEST_CUDA(cudaStreamSynchronize(stream));
+          RSS_TEST_CUDA(cudaGetLastError());
+          const auto out = download<float>(y, p.x.size());
+          const double error = p.error(out, cols);
+          INFO("max row relative error " << error);
+          CHECK(error <= rss::reference::fp32_tolerance);
         }
-      }
+      });
     }
     INFO(rows << " x " << cols);
     CHECK(tested > 0);

@@ -73,6 +73,7 @@ TEST_CASE("cluster_row's default configuration: 64 bytes per thread in one block
   CHECK(plan_for(4096, 4096).config == ClusterConfig{256, 16, 1});
   CHECK(plan_for(16384, 8192).config == ClusterConfig{512, 16, 1});
   CHECK(plan_for(16384, 8192, DType::bf16).config == ClusterConfig{256, 32, 1});
+  CHECK(plan_for(4096, 4096, DType::bf16).config == ClusterConfig{128, 32, 1});
   CHECK(plan_for(4096, 32768).config == ClusterConfig{512, 32, 2});
   CHECK(plan_for(64, 131072).config == ClusterConfig{512, 32, 8});
   CHECK(plan_for(64, 131072, DType::bf16).config == ClusterConfig{512, 32, 8});
@@ -162,7 +163,7 @@ TEST_CASE("cluster_row uses a preferred configuration as given, or refuses it", 
     CHECK_FALSE(rss::cluster_config_fits(bad, 4096, DType::fp32, 16));
     CHECK(refusal(bad, DType::fp32) == Status::not_admissible);
   }
-  for (const ClusterConfig& bad : {ClusterConfig{128, 32, 1},    // 128 threads: not instantiated
+  for (const ClusterConfig& bad : {ClusterConfig{128, 4, 1},     // 128 threads of 4: a pair left out
                                    ClusterConfig{512, 12, 1},    // 12 per thread: not instantiated
                                    ClusterConfig{512, 8, 1, static_cast<rss::RowResidence>(3)}}) {
     CAPTURE(bad.threads, bad.elems_per_thread, bad.cluster_size);

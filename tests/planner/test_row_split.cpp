@@ -65,7 +65,14 @@ TEST_CASE("the kernel table and the fit check come from one compile-time list", 
       }
     }
   }
-  CHECK(visited == Grid::ThreadList::count * Grid::ElemList::count);
+  int pairs = 0;  // the grid's pairs: its two lists, less the pairs it leaves out
+  for (const int threads : Grid::ThreadList::values) {
+    for (const int elems : Grid::ElemList::values) pairs += Grid::has(threads, elems) ? 1 : 0;
+  }
+  CHECK(visited == pairs);
+  CHECK(pairs < Grid::ThreadList::count * Grid::ElemList::count);  // no 128-thread block of 4 elements
+  CHECK(Grid::has(128, 32));
+  CHECK(!Grid::has(128, 4));
   // The public lists are views of the same grids.
   CHECK(rss::cluster_row_elems[3] == 32);
   CHECK(rss::cluster_row_shared_elems[3] == 64);
@@ -97,6 +104,12 @@ TEST_CASE("each program's default rule, through the one rule", "[planner][row_sp
   // The measured rules at a few points (bench/NOTES.md).
   CHECK(rss::default_cluster_config(4096, DType::fp32, 8) == ClusterConfig{256, 16, 1});
   CHECK(rss::default_cluster_config(131072, DType::bf16, 8) == ClusterConfig{512, 32, 8});
+  // 16-bit rows of 2K-4K elements: one block of 128 threads (bench/NOTES.md, the many-row geometry).
+  CHECK(rss::default_cluster_config(4096, DType::bf16, 8) == ClusterConfig{128, 32, 1});
+  CHECK(rss::default_cluster_config(3001, DType::fp16, 8) == ClusterConfig{128, 32, 1});
+  CHECK(rss::default_cluster_config(2048, DType::bf16, 8) == ClusterConfig{256, 8, 1});
+  CHECK(rss::default_cluster_config(4097, DType::bf16, 8) == ClusterConfig{256, 32, 1});
+  CHECK(rss::default_cluster_config(4096, DType::fp32, 8) == ClusterConfig{256, 16, 1});
   CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == ClusterConfig{512, 8, 1});
   CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8, true) == ClusterConfig{256, 16, 1});
   CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8, true) == ClusterConfig{256, 16, 8});

@@ -20,20 +20,49 @@ namespace rss {
 
 /// The forward's instantiated configurations. elems_per_thread must also hold whole 16-byte vectors: 4
 /// is fp32 only. A row kept in shared memory costs no registers per element, so its blocks may hold more.
-using ForwardRegisterConfigs = ConfigGrid<IntList<256, 512>, IntList<4, 8, 16, 32>>;
+/// 128-thread blocks exist for 16-bit rows of 2K-4K elements (one block each), with 8 to 32 elements a thread.
+struct ForwardRegisterPairs {
+  static constexpr bool allows(int threads, int elems) noexcept { return threads != 128 || elems >= 8; }
+};
+using ForwardRegisterConfigs = ConfigGrid<IntList<128, 256, 512>, IntList<4, 8, 16, 32>, ForwardRegisterPairs>;
 using ForwardSharedConfigs = ConfigGrid<IntList<256, 512>, IntList<8, 16, 32, 64>>;
-inline constexpr const int (&cluster_row_threads)[2] = ForwardRegisterConfigs::ThreadList::values;
+inline constexpr const int (&cluster_row_threads)[3] = ForwardRegisterConfigs::ThreadList::values;
 inline constexpr const int (&cluster_row_elems)[4] = ForwardRegisterConfigs::ElemList::values;
+inline constexpr const int (&cluster_row_shared_threads)[2] = ForwardSharedConfigs::ThreadList::values;
 inline constexpr const int (&cluster_row_shared_elems)[4] = ForwardSharedConfigs::ElemList::values;
 
-/// The forward's default rule, which the H200 pilot measurements follow (bench/NOTES.md): 64 bytes per
-/// thread (four 16-byte loads in flight) while the row fits one block of 512 threads; longer rows 128
-/// bytes per thread (at most 32 elements), in the fewest blocks of 512 threads.
+/// f(threads, elems) for every instantiated pair of a residence's grid: how the pilot and the tests walk them.
+template <class F>
+constexpr void for_each_cluster_config(RowResidence residence, F&& f) {
+  const auto walk = [&](auto grid) {
+    using Grid = decltype(grid);
+    for (const int threads : Grid::ThreadList::values) {
+      for (const int elems : Grid::ElemList::values) {
+        if (Grid::has(threads, elems)) f(threads, elems);
+      }
+    }
+  };
+  if (residence == RowResidence::registers) {
+    walk(ForwardRegisterConfigs{});
+  } else {
+    walk(ForwardSharedConfigs{});
+  }
+}
+
+/// The forward's default rule, which the H200 pilot measurements follow (bench/NOTES.md): 16-bit rows of
+/// 2K-4K elements in one block of 128 threads (32 elements, eight blocks per SM: 14% faster on 4096 columns than
+/// 256 threads of 16); else 64 bytes per thread (four 16-byte loads in flight) while the row fits one block of
+/// 512 threads; longer rows 128 bytes per thread (at most 32 elements), in the fewest blocks of 512 threads.
 constexpr SplitRule forward_split_rule(std::int64_t cols, DType dtype) noexcept {
   const int bytes = dtype_bytes(dtype);
+  SplitRule rule;
+  if (bytes == 2 && cols > 2048 && cols <= 128 * 32) {
+    rule.steps[0] = {32, 128, 1, 1, 128};
+    rule.step_count = 1;
+    return rule;
+  }
   int per_thread = 64 / bytes;
   if (cols * bytes > 512 * 64) per_thread = 128 / bytes < 32 ? 128 / bytes : 32;
-  SplitRule rule;
   rule.steps[0] = {per_thread};
   rule.step_count = 1;
   return rule;

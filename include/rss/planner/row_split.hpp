@@ -83,11 +83,19 @@ struct IntList {
   static constexpr bool has(int v) noexcept { return ((v == Values) || ...); }
 };
 
-template <class Threads, class Elems>
+/// Every (threads, elems) pair of a grid's two lists.
+struct AllPairs {
+  static constexpr bool allows(int, int) noexcept { return true; }
+};
+
+/// Pairs = which pairs of the two lists are instantiated (a grid may leave out pairs that no plan wants).
+template <class Threads, class Elems, class Pairs = AllPairs>
 struct ConfigGrid {
   using ThreadList = Threads;
   using ElemList = Elems;
-  static constexpr bool has(int threads, int elems) noexcept { return Threads::has(threads) && Elems::has(elems); }
+  static constexpr bool has(int threads, int elems) noexcept {
+    return Threads::has(threads) && Elems::has(elems) && Pairs::allows(threads, elems);
+  }
 };
 
 /// Calls f(std::integral_constant<int, V>{}) for the value of List equal to `v`; returns what f returns, or
@@ -103,7 +111,13 @@ constexpr R visit_value(IntList<Values...>, int v, R none, F&& f) {
 template <class Grid, class R, class F>
 constexpr R visit_config(int threads, int elems, R none, F&& f) {
   return visit_value(typename Grid::ThreadList{}, threads, none, [&](auto th) {
-    return visit_value(typename Grid::ElemList{}, elems, none, [&](auto el) { return f(th, el); });
+    return visit_value(typename Grid::ElemList{}, elems, none, [&](auto el) {
+      if constexpr (Grid::has(std::decay_t<decltype(th)>::value, std::decay_t<decltype(el)>::value)) {
+        return f(th, el);
+      } else {
+        return none;  // a pair the grid leaves out: never instantiated
+      }
+    });
   });
 }
 
@@ -129,22 +143,26 @@ enum class Fit : int {
 /// threads, but 2% slower for fp32 at 256 (4096 x 4096): that one keeps elems + 32, as bounds tests need
 /// (bench/NOTES.md). Never below 40.
 constexpr int forward_registers(int threads, int elems, Fit fit, int storage_bytes) noexcept {
-  const bool tight = fit != Fit::checked && (storage_bytes == 2 || threads >= 512);
+  // 128-thread blocks (16-bit rows of 2K-4K elements) hold 32 elements a thread in elems + 32 registers (eight
+  // blocks): at elems + 24 ptxas spills there (bench/NOTES.md, the many-row geometry).
+  const bool tight = fit != Fit::checked && threads > 128 && (storage_bytes == 2 || threads >= 512);
   const int registers = elems + (tight ? 24 : 32);
   return registers > 40 ? registers : 40;
 }
 
-/// One step of a default rule: the fewest blocks of at most `max_threads` threads holding at most
+/// One step of a default rule: the fewest blocks of `min_threads` to `max_threads` threads holding at most
 /// `cap` elements each, from clusters of `min_cluster` blocks up to `max_cluster` (0: the device's limit).
 struct SplitStep {
   int cap = 0;
   int max_threads = 512;
   int min_cluster = 1;
   int max_cluster = 0;
+  int min_threads = 256;
 };
 
 /// A row program's planning constants: its instantiated configurations and its default rule, tried step
-/// by step. Within a step: the fewest blocks; 256 threads when they hold a block's share; then the fewest
+/// by step. Within a step: the fewest blocks; the fewest threads (from min_threads, doubling) that hold a block's
+/// share; then the fewest
 /// elements per thread that do (and hold whole 16-byte vectors).
 struct SplitRule {
   SplitStep steps[6]{};
@@ -162,7 +180,8 @@ constexpr ClusterConfig apply_split_rule(const SplitRule& rule, const int* elems
     for (int c = step.min_cluster; c <= last; ++c) {
       const std::int64_t chunk = cluster_chunk(cols, c);
       if (chunk > static_cast<std::int64_t>(step.max_threads) * step.cap) continue;
-      const int threads = chunk <= std::int64_t{256} * step.cap ? 256 : 512;
+      int threads = step.min_threads;  // the fewest threads, doubling, whose share holds the block's chunk
+      while (threads < step.max_threads && chunk > static_cast<std::int64_t>(threads) * step.cap) threads *= 2;
       for (int i = 0; i < elem_count; ++i) {
         const int e = elems[i];
         if (e % vector_width == 0 && chunk <= static_cast<std::int64_t>(threads) * e) return {threads, e, c};
