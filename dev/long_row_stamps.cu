@@ -4,27 +4,36 @@
 // earliest kernel entry (median of 30 runs), with the host completion time and the CUDA-event time of a run.
 //
 //   git apply dev/long_row_stamps.patch
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -I include dev/long_row_stamps.cu -o long_row_stamps
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include dev/long_row_stamps.cu -o long_row_stamps
 //   ./long_row_stamps            (then: git checkout include/rss/strategies/long_row.cuh)
 //
-// Points: 0 entry, 1 set up (cluster combine, exchange base read, mbarriers), 2 the tile's bulk copies issued,
-// 3 the first chunk landed, 4 phase 1 done (local statistics), 5 statistics in the cluster, 6 statistics round
-// done (every leader's), 7 phase 2 done (local sum), 8 sum in the cluster, 9 sum round done, 10 phase 3 done
-// (y stored), 11 exit. %globaltimer ticks in ns on Hopper (its update interval
-// is about 32 ns on recent drivers: differences under 0.1 us are noise).
+// Points: 0 entry, 1 set up (cluster combine, exchange base read, mbarriers), 2 the tile's bulk copies issued
+// and the block barrier after them, 3 the first chunk landed, 4 phase 1 done (local statistics), 5 statistics in the cluster,
+// 6 statistics round done (every leader's), 7 phase 2 done (local sum), 8 sum in the cluster, 9 sum round done,
+// 10 phase 3 done (y stored), 11 exit. %globaltimer counts ns, but on session 7's H200 it moved in steps of 256 ns
+// (every median of bench/results/checks_s7/stamps12.log is on that grid): differences under 0.3 us are
+// noise. After the table, one more run into a poisoned y is checked against the double reference with the tests'
+// bound.
+//
+// It drives the strategy itself (plan, prepare, launch: what Operator::run does for it) and includes only
+// long_row: a 2 MB binary that builds in 15 s (the whole registry: 10 MB, 80 s).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
-#include "rss/rss.cuh"
+#include "rss/device.cuh"
+#include "rss/reference/cpu_reference.hpp"
+#include "rss/reference/tolerance.hpp"
+#include "rss/strategies/long_row.cuh"
 
 namespace {
 
@@ -57,19 +66,30 @@ void measure(const char* dtype, std::int64_t cols) {
   check(cudaMalloc(&x, host.size() * sizeof(T)), "x");
   check(cudaMalloc(&y, host.size() * sizeof(T)), "y");
   check(cudaMemcpy(x, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copy x");
-  if (rss::workspace_bytes<T>(rss::Strategy::long_row, 1, cols, &bytes) != rss::Status::success) std::exit(1);
+  using LongRow = rss::detail::LongRow;
+  rss::DeviceInfo device{};
+  if (rss::current_device_info(&device) != rss::Status::success) std::exit(1);
+  if (LongRow::workspace_bytes<T>(1, cols, device, &bytes) != rss::Status::success) std::exit(1);
   check(cudaMalloc(&workspace, bytes), "workspace");
   check(cudaMemset(workspace, 0, bytes), "workspace");
-  rss::Operator<T> op;
-  const rss::Status s = op.initialize(rss::Strategy::long_row, x, y, rss::Layout::contiguous(1, cols), workspace, bytes);
+  rss::detail::Call<T> call;
+  call.x = x;
+  call.y = y;
+  call.layout = rss::Layout::contiguous(1, cols);
+  call.workspace = workspace;
+  call.workspace_bytes = bytes;
+  LongRow::Plan<T> plan;
+  rss::Status s = LongRow::make_plan(call, device, rss::Config{}, &plan);
+  if (s == rss::Status::success) s = LongRow::prepare(plan, call, nullptr);
   if (s != rss::Status::success) {
     std::printf("%s 1 x %lld: initialize: %s\n", dtype, static_cast<long long>(cols), rss::status_message(s));
     return;
   }
+  const auto run = [&] { return LongRow::launch(plan, call, rss::detail::Launcher{}); };
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
-  for (int w = 0; w < 5; ++w) op.run();
+  for (int w = 0; w < 5; ++w) (void)run();
   check(cudaDeviceSynchronize(), "warm-up");
 
   std::vector<std::vector<double>> lo(points), hi(points);
@@ -81,7 +101,7 @@ void measure(const char* dtype, std::int64_t cols) {
     check(cudaDeviceSynchronize(), "reset");
     const auto t0 = std::chrono::steady_clock::now();
     check(cudaEventRecord(start), "record");
-    if (op.run() != rss::Status::success) std::exit(1);
+    if (run() != rss::Status::success) std::exit(1);
     check(cudaEventRecord(stop), "record");
     check(cudaEventSynchronize(stop), "run");
     host_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
@@ -99,6 +119,30 @@ void measure(const char* dtype, std::int64_t cols) {
   std::printf("%s 1 x %lld: host %.1f us, events %.1f us; us after the first block's entry (first block / last block):\n",
               dtype, static_cast<long long>(cols), median(host_us), median(event_us));
   for (int i = 0; i < points; ++i) std::printf("  %-8s %8.2f %8.2f\n", point_names[i], median(lo[i]), median(hi[i]));
+
+  // One more run into a poisoned y (NaN bits), against the double reference: a variant that loads the tile
+  // wrong shows here, not only in the tests.
+  check(cudaMemset(y, 0xff, host.size() * sizeof(T)), "poison y");
+  if (run() != rss::Status::success) std::exit(1);
+  std::vector<T> out(host.size());
+  check(cudaMemcpy(out.data(), y, out.size() * sizeof(T), cudaMemcpyDeviceToHost), "copy y");
+  std::vector<float> xf(host.size());
+  for (std::size_t j = 0; j < host.size(); ++j) xf[j] = static_cast<float>(host[j]);
+  std::vector<double> ref(host.size());
+  rss::reference::rms_scaled_softmax_row(xf.data(), ref.data(), cols);
+  double diff = 0.0, norm = 0.0;
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    const double d = static_cast<double>(static_cast<float>(out[j])) - ref[j];
+    diff += d * d;
+    norm += ref[j] * ref[j];
+  }
+  const double error = std::sqrt(diff) / std::sqrt(norm);
+  // The tests' bound: fp32's, or what rounding the exact answer to T costs plus twice fp32's.
+  const double tolerance =
+      sizeof(T) == 4 ? rss::reference::fp32_tolerance : rss::reference::storage_tolerance(ref.data(), cols, [](double v) {
+        return static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(v))));
+      });
+  std::printf("  check    relative error %.2e (tolerance %.2e): %s\n", error, tolerance, error <= tolerance ? "ok" : "FAILED");
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   cudaFree(workspace);
