@@ -177,9 +177,8 @@ def suite_rows(docs):
 
 def files_of(files):
     """The record files of a one-session suite, for its summary: name, sha256, producer, GPU and configuration."""
-    return [{"file": name, "sha256": sha, "producer": doc["producer"],
-             **{k: doc["context"][k] for k in ("gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]}
-            for name, sha, doc in files]
+    return [{"file": name, "sha256": sha, "producer": doc["producer"], **{k: doc["context"][k] for k in (
+        "gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]} for name, sha, doc in files]
 
 
 def metadata(all_recs, warnings, label):
