@@ -4,9 +4,13 @@ Run by `python3 bench/rssbench report build|verify --suite backward` (bench/back
 docs/protocol.md ("The tools in detail"). Records: rss_backward_bench's and the torch peers' (`rssbench peers --suite
 backward`), rss-records/2.
 """
+import functools
+
 import report
 
 REPORT = "results.md"  # beside summary.json
+fmt = functools.partial(report.fmt, spec=".1f", none="-")  # the report's formats, with this report's marks
+verdict = functools.partial(report.yes_no, none="-", no="**no**")
 # The rss strategies of each saved state and its floor: reading y (a), 4 N; from row statistics (b), the `_saved`
 # variants, 3 N. cluster_row's pilot candidates (cluster_row:CONFIG, cluster_row_saved:CONFIG) count too.
 SAVED_STATES = (("y", ("two_pass", "cluster_row", "automatic"), "cluster_row:", "floor"),
@@ -18,7 +22,7 @@ FLOOR_AT_LEAST_US, FLOOR_RATIO = 20.0, 1.25  # the target: within 1.25x of the f
 def best_per_shape(rows):
     """Per shape: the best rss strategy of each saved state and of both, against its floor and the peers."""
     by = {(r["rows"], r["cols"], r["dtype"], r["variant"]): r for r in rows if "host_us" in r}
-    us = lambda shape, variant: by[shape + (variant,)]["host_us"] if shape + (variant,) in by else None  # noqa: E731
+    us = lambda shape, variant: by.get(shape + (variant,), {}).get("host_us")  # noqa: E731
     for key, r in by.items():
         floor = us(key[:3], "floor_saved" if r["variant"].endswith("_saved") else "floor")
         if floor:
@@ -27,9 +31,8 @@ def best_per_shape(rows):
     for shape in sorted({(r["rows"], r["cols"], r["dtype"]) for r in rows}):
         entry = dict(zip(("rows", "cols", "dtype"), shape))
         picks = {}
-        for state, names, candidates, floor in SAVED_STATES:
-            picks[state] = [r for k, r in by.items()
-                            if k[:3] == shape and (k[3] in names or k[3].startswith(candidates))]
+        for state, names, pilots, floor in SAVED_STATES:
+            picks[state] = [r for k, r in by.items() if k[:3] == shape and (k[3] in names or k[3].startswith(pilots))]
             if picks[state]:
                 b = min(picks[state], key=lambda r: r["host_us"])
                 entry.update({f"best_{state}_variant": b["variant"], f"{state}_host_us": b["host_us"],
@@ -63,14 +66,6 @@ def compute(files):
     return summary, markdown(summary)
 
 
-def fmt(v, spec=".1f"):
-    return "-" if v is None else format(v, spec)
-
-
-def verdict(v):
-    return "-" if v is None else ("yes" if v else "**no**")
-
-
 def markdown(doc):
     """The targets per shape, then every variant's row."""
     lines = ["# Backward pass: measured results", "",
@@ -88,10 +83,10 @@ def markdown(doc):
     lines += report.table(
         ["shape", "dtype", "best rss", "us", "its floor", "ratio", "within 1.25x", "torch.compile bwd + graph",
          "faster", "best reading y (a)", "us", "floor 4 N", "best from statistics (b)", "us", "floor 3 N",
-         "rss op fwd+bwd + graph", "torch.compile fwd+bwd + graph", "faster", "rss op fwd+bwd",
-         "torch.compile fwd+bwd", "faster"],
-        [[f"{e['rows']} x {e['cols']}", e["dtype"], g("best_rss_variant", "-"), fmt(g("host_us")), fmt(g("floor_us")),
-          fmt(g("ratio_to_floor"), ".2f") + "x",
+         "rss op fwd+bwd + graph", "torch.compile fwd+bwd + graph", "faster", "rss op fwd+bwd", "torch.compile fwd+bwd",
+         "faster"],
+        [[f"{e['rows']} x {e['cols']}", e["dtype"], g("best_rss_variant", "-"), fmt(g("host_us")),
+          fmt(g("floor_us")), fmt(g("ratio_to_floor"), spec=".2f") + "x",
           verdict(g("within_1_25x_of_floor")) if g("floor_at_least_20us") else "floor < 20 us",
           fmt(g("torch_compile_bwd_graph_us")), verdict(g("beats_torch_compile_bwd_graph")),
           g("best_y_variant", "-"), fmt(g("y_host_us")), fmt(g("floor_y_us")), g("best_saved_variant", "-"),
@@ -103,6 +98,6 @@ def markdown(doc):
         ["shape", "dtype", "variant", "us", "p10-p90 over rounds", "ratio to its floor", "max rel err", "ran"],
         [[f"{r['rows']} x {r['cols']}", r["dtype"], r["variant"]] + (
             [f"error: {r['error']}", "", "", "", ""] if "error" in r else
-            [f"{r['host_us']:.1f}", f"{r['p10_us']:.1f}-{r['p90_us']:.1f}", fmt(r.get("ratio_to_floor"), ".2f"),
-             fmt(r["max_rel_err"], ".2e"), r["label"]]) for r in doc["results"]])
+            [f"{r['host_us']:.1f}", f"{r['p10_us']:.1f}-{r['p90_us']:.1f}", fmt(r.get("ratio_to_floor"), spec=".2f"),
+             fmt(r["max_rel_err"], spec=".2e"), r["label"]]) for r in doc["results"]])
     return "\n".join(lines) + "\n"

@@ -120,16 +120,13 @@ def record_of(run, where):
     _require(host and all(h is not None and h > 0 for h in host), where, "'host_us' must be a non-empty list of "
              "positive finite numbers")
     device, blocks = _number(run.get("device_us")), _number(run.get("active_blocks_per_sm"))
-    r.update({"position": _integer(run.get("position", 0), where, "position"), "host_us": host,
-              "device_us": [] if device is None else [device],
-              "kernels": _integer(run.get("kernels", -1), where, "kernels"),
-              "launches": _integer(run.get("launches", -1), where, "launches"),
+    count = lambda key, default: _integer(run.get(key, default), where, key)  # noqa: E731  (-1: unknown)
+    r.update({"position": count("position", 0), "host_us": host, "device_us": [] if device is None else [device],
+              "kernels": count("kernels", -1), "launches": count("launches", -1),
               "cooperative": bool(_number(run.get("cooperative", 0))),
-              "active_blocks_per_sm": int(blocks) if blocks else None,
-              "logical_bytes": _integer(run.get("logical_bytes", -1), where, "logical_bytes"),
-              "evicted_tiles": _integer(run.get("evicted_tiles", 0), where, "evicted_tiles"),
-              "max_rel_err": _number(run.get("max_rel_err")), "world": _integer(run.get("world", 1), where, "world"),
-              "label": run.get("label", "")})
+              "active_blocks_per_sm": int(blocks) if blocks else None, "logical_bytes": count("logical_bytes", -1),
+              "evicted_tiles": count("evicted_tiles", 0), "max_rel_err": _number(run.get("max_rel_err")),
+              "world": count("world", 1), "label": run.get("label", "")})
     return r
 
 

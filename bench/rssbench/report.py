@@ -96,10 +96,9 @@ def collect(files):
     sessions, rounds, sources = {}, defaultdict(dict), defaultdict(set)
     for name, _sha, doc in files:
         s, ctx = doc["session"], doc["context"]
-        info = sessions.setdefault(s, {
-            "session": s, "gpu": ctx["gpu"], "uuid": ctx["uuid"], "source_hash": ctx["source_hash"],
-            "driver": ctx["driver"], "toolkit": ctx["toolkit"], "sm_count": ctx["sm_count"],
-            "fixture_hash": ctx["fixture"]["hash"], "fixture_seed": ctx["fixture"]["seed"], "producers": []})
+        info = sessions.setdefault(s, {"session": s, **{k: ctx[k] for k in (
+            "gpu", "uuid", "source_hash", "driver", "toolkit", "sm_count")}, "fixture_hash": ctx["fixture"]["hash"],
+            "fixture_seed": ctx["fixture"]["seed"], "producers": []})
         # The producers of one session must have run on one GPU, one tree and one input.
         for key, a, b in (("uuid", records.normalize_uuid(info["uuid"]), records.normalize_uuid(ctx["uuid"])),
                           ("source_hash", info["source_hash"], ctx["source_hash"]),
@@ -178,9 +177,8 @@ def suite_rows(docs):
 
 def files_of(files):
     """The record files of a one-session suite, for its summary: name, sha256, producer, GPU and configuration."""
-    return [{"file": name, "sha256": sha, "producer": doc["producer"],
-             **{k: doc["context"][k] for k in ("gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]}
-            for name, sha, doc in files]
+    return [{"file": name, "sha256": sha, "producer": doc["producer"], **{k: doc["context"][k] for k in (
+        "gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]} for name, sha, doc in files]
 
 
 def metadata(all_recs, warnings, label):
@@ -251,9 +249,9 @@ def aggregate(sessions, rounds):
         row = {**shape_fields(shape), "best_rss_variant": b["variant"], "host_us": b["host_us"],
                "copy_floor_us": _host(copy), "copy_floor_variant": copy and copy["variant"],
                "memcpy_floor_us": _host(memcpy), "achieved_tb_s": tb_s, "of_hbm_peak": _ratio(tb_s, peak),
-               "limit_variant": limit and
-               limit["variant"], "limit_us": _host(limit), "ratio_to_limit": b["ratio_to_limit"], "limit_target_us":
-               target_us, "within_limit_target": None if target_us is None else b["host_us"] <= target_us,
+               "limit_variant": limit and limit["variant"], "limit_us": _host(limit),
+               "ratio_to_limit": b["ratio_to_limit"], "limit_target_us": target_us,
+               "within_limit_target": None if target_us is None else b["host_us"] <= target_us,
                "torch_compile_graph_us": _host(cg),
                "beats_torch_compile_graph": None if _host(cg) is None else b["host_us"] < cg["host_us"],
                "automatic_us": _host(auto), "automatic_to_best": auto_ratio,
@@ -292,35 +290,33 @@ def bar_panels(results):
 
 
 def control_panels(deltas):
+    """One panel per shape: each control's delta and the span of its session medians."""
     panels = []
     for shape, ds in groupby((d for d in deltas if d["delta_us"] is not None), shape_of):
         ds = list(ds)
-        points = []
-        for d in ds:
-            meds = [m for m in d["delta_us_sessions"] if m is not None]
-            pct = d["relative_to_reference"] * 100
-            points.append({"control": d["control"], "value": d["delta_us"], "range": [min(meds), max(meds)],
-                           "percent_of_reference": pct, "label": f"{d['delta_us']:+.1f} us ({pct:+.1f}%)"})
-        lo = min([0.0] + [p["range"][0] for p in points])
-        hi = max([0.0] + [p["range"][1] for p in points])
+        points = [{"control": d["control"], "value": d["delta_us"], "range": [min(meds), max(meds)],
+                   "percent_of_reference": pct, "label": f"{d['delta_us']:+.1f} us ({pct:+.1f}%)"}
+                  for d in ds for meds, pct in [([m for m in d["delta_us_sessions"] if m is not None],
+                                                 d["relative_to_reference"] * 100)]]
+        lo, hi = min([0.0] + [p["range"][0] for p in points]), max([0.0] + [p["range"][1] for p in points])
         span = (hi - lo) or 1.0
         panels.append({**shape_fields(shape), "title": shape_name(shape), "reference": REFERENCE,
-                       "reference_host_us": ds[0]["reference_host_us"],
-                       "axis": [lo - 0.1 * span, hi + 0.6 * span],  # room on the right for the value labels
-                       "points": points})
+                       "reference_host_us": ds[0]["reference_host_us"],  # room on the right for the value labels:
+                       "axis": [lo - 0.1 * span, hi + 0.6 * span], "points": points})
     return panels
 
 
-def fmt(v, digits=2, suffix=""):
-    return "n/a" if v is None else f"{v:.{digits}f}{suffix}"
+def fmt(v, spec=".2f", suffix="", none="n/a"):
+    """A number as the reports print it (backward.py and sharded.py too, with their own mark for a missing one)."""
+    return none if v is None else format(v, spec) + suffix
 
 
 def fmt_count(v):
     return "?" if v is None or v < 0 else str(v)  # -1 marks "unknown" in the records
 
 
-def yes_no(v):
-    return "n/a" if v is None else ("yes" if v else "no")
+def yes_no(v, none="n/a", no="no"):
+    return none if v is None else ("yes" if v else no)
 
 
 def table(header, rows):
@@ -330,7 +326,6 @@ def table(header, rows):
 
 def render_markdown(summary):
     sessions, deltas, best = summary["sessions"], summary["retention_deltas"], summary["best_per_shape"]
-    n = len(sessions)
     out = ["# rms_scaled_softmax benchmark results", "",
            "Generated by `python3 bench/rssbench report build` from the raw records alone (`report verify` re-renders "
            "and compares it: do not edit by hand). Host completion time of warm calls, microseconds: the mean of the "
@@ -341,9 +336,9 @@ def render_markdown(summary):
     if quick:
         out += [f"**Quick protocol** (session(s) {', '.join(map(str, quick))}): a first look with few rounds and "
                 "shapes, not the protocol of docs/protocol.md; no claim rests on it.", ""]
-    if n < 2:
-        out += [f"**Only {n} session recorded.** The protocol calls for two sessions (distinct GPUs, reversed "
-                "shape order); values below are that single session's medians and whiskers collapse.", ""]
+    if len(sessions) < 2:
+        out += [f"**Only {len(sessions)} session recorded.** The protocol calls for two sessions (distinct GPUs, "
+                "reversed shape order); values below are that single session's medians and whiskers collapse.", ""]
     out += ["## Sessions", ""] + table(
         ["session", "GPU", "UUID", "driver", "toolkit", "SMs", "producers (shape order, rounds x iterations)",
          "source hash", "fixture hash"],
@@ -353,25 +348,23 @@ def render_markdown(summary):
     pc = summary["protocol"]
     out += ["", "Protocol: " + ", ".join(f"{k.replace('_', ' ')}: {yes_no(pc[k])}" for k in list(pc)[1:]), ""]
     out += ["## Headline", "",
-            "Best rss strategy per shape (automatic included) against the targets of docs/protocol.md: faster "
-            "than torch.compile with CUDA Graph replay; within "
-            f"{TARGET_RATIO:.2f}x of the limit (the fastest floor: our copy kernels, `copy floor us` the fastest of "
-            "them, and cudaMemcpyAsync) where the limit is at "
-            f"least {LATENCY_BOUND_US:.0f} us, else within the limit + {LATENCY_SLACK_US:.0f} us; automatic within "
+            "Best rss strategy per shape (automatic included) against the targets of docs/protocol.md: faster than "
+            f"torch.compile with CUDA Graph replay; within {TARGET_RATIO:.2f}x of the limit (the fastest floor: our "
+            "copy kernels, `copy floor us` the fastest of them, and cudaMemcpyAsync) where the limit is at least "
+            f"{LATENCY_BOUND_US:.0f} us, else within the limit + {LATENCY_SLACK_US:.0f} us; automatic within "
             f"{AUTOMATIC_SLACK:.0%} of the best.", ""]
     out += table(["shape", "dtype", "best rss strategy", "host us", "TB/s (of HBM peak)", "copy floor us",
-                  "memcpy floor us", "limit us",
-                  "ratio to limit", "target us", "within target", "torch.compile+graph us", "beats compile+graph",
-                  "automatic us", "automatic within 3%", "all targets", "local_fusion us", "best megakernel",
-                  "megakernel us", "megakernel speedup vs local_fusion"],
+                  "memcpy floor us", "limit us", "ratio to limit", "target us", "within target",
+                  "torch.compile+graph us", "beats compile+graph", "automatic us", "automatic within 3%", "all targets",
+                  "local_fusion us", "best megakernel", "megakernel us", "megakernel speedup vs local_fusion"],
                  [[f"{b['rows']} x {b['cols']}", b["dtype"], b["best_rss_variant"], fmt(b["host_us"]),
                    fmt(b["achieved_tb_s"]) + ("" if b["of_hbm_peak"] is None else f" ({b['of_hbm_peak']:.0%})"),
                    fmt(b["copy_floor_us"]), fmt(b["memcpy_floor_us"]), fmt(b["limit_us"]),
-                   fmt(b["ratio_to_limit"], 3, "x"), fmt(b["limit_target_us"]), yes_no(b["within_limit_target"]),
+                   fmt(b["ratio_to_limit"], ".3f", "x"), fmt(b["limit_target_us"]), yes_no(b["within_limit_target"]),
                    fmt(b["torch_compile_graph_us"]), yes_no(b["beats_torch_compile_graph"]),
                    fmt(b["automatic_us"]), yes_no(b["automatic_within_3pct"]), yes_no(b["targets_met"]),
                    fmt(b["local_fusion_us"]), b["best_megakernel_variant"] or "n/a", fmt(b["best_megakernel_us"]),
-                   fmt(b["megakernel_speedup_over_local_fusion"], 3, "x")] for b in best])
+                   fmt(b["megakernel_speedup_over_local_fusion"], ".3f", "x")] for b in best])
     missed, unchecked = [], []
     for b in best:
         name = shape_name(shape_of(b))
@@ -391,7 +384,7 @@ def render_markdown(summary):
     out += table(["shape", "dtype", "control", "delta us", "per session us (pairs)", f"% of {REFERENCE}"],
                  [[f"{d['rows']} x {d['cols']}", d["dtype"], d["control"], fmt(d["delta_us"]),
                    "; ".join(f"{fmt(v)} ({p})" for v, p in zip(d["delta_us_sessions"], d["pairs_sessions"])),
-                   fmt(d["relative_to_reference"] and d["relative_to_reference"] * 100, 1, "%")]
+                   fmt(d["relative_to_reference"] and d["relative_to_reference"] * 100, ".1f", "%")]
                   for d in deltas]) if deltas else ["No control records."]
     out += ["", "## All variants", ""] + table(
         ["shape", "dtype", "variant", "host us"]
@@ -404,8 +397,8 @@ def render_markdown(summary):
          + [fmt(r["device_us"]), fmt_count(r["kernels"]), fmt_count(r["launches"]), yes_no(r["cooperative"]),
             fmt_count(r["active_blocks_per_sm"]),
             "?" if r["logical_bytes"] < 0 else f"{r['logical_bytes'] / 2**20:.2f}",
-            r["evicted_tiles"], "n/a" if r["max_rel_err"] is None else f"{r['max_rel_err']:.2e}",
-            fmt(r["ratio_to_limit"], 3, "x"), fmt(r["ratio_to_fastest_peer"], 3, "x")] for r in summary["results"]])
+            r["evicted_tiles"], fmt(r["max_rel_err"], ".2e"), fmt(r["ratio_to_limit"], ".3f", "x"),
+            fmt(r["ratio_to_fastest_peer"], ".3f", "x")] for r in summary["results"]])
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
     return "\n".join(out) + "\n"
@@ -581,31 +574,27 @@ def verify(suite, records_dir, out, tree):
             diff = list(difflib.unified_diff(old.splitlines(), fresh.splitlines(), f"{name} (committed)",
                                              f"{name} (re-rendered)", lineterm="", n=0))
             problems.append(f"{name} differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
-    if not forward:
-        print("\n".join(f"MISMATCH: {p}" for p in problems) + f"\nFAIL: {len(problems)} problem(s)" if problems else
-              f"PASS: {suite}: {', '.join(files)} recomputed from {records_dir}")
-        return 1 if problems else 0
-    summary, provenance = forward
-    problems += [f"{n}: missing" for n in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, n))]
-    tree_hash = records.source_hash(tree)
-    measured_on = {s["session"]: s["source_hash"] for s in summary["sessions"]}  # one per session (collect)
-    problems += [f"source hash: {f['file']} (session {f['session']}) was measured on {measured_on[f['session']]}, "
-                 f"the tree {tree} hashes to {tree_hash}" for f in provenance["raw_files"]
-                 if measured_on[f["session"]] != tree_hash]
-    if summary["protocol"]["distinct_uuids"] is False:
-        uuids = ", ".join(f"session {s['session']}: {s['uuid']}" for s in summary["sessions"])
-        problems.append(f"sessions on one GPU ({uuids}): the protocol needs each session on a distinct GPU")
-    bar_panels_, control_panels_ = (provenance["figures"][f]["panels"] for f in ("bars.png", "controls.png"))
-    problems += [f"bars.png {p['title']}: largest value fills {p['fill']:.0%} of its axis"
-                 for p in bar_panels_ if p["fill"] < 0.75]
-    if problems:
-        print("\n".join(f"MISMATCH: {p}" for p in problems) + f"\nFAIL: {len(problems)} problem(s)")
-        return 1
-    print(f"PASS: {len(provenance['raw_files'])} raw files, {len(summary['sessions'])} session(s), "
-          f"{len(summary['results'])} aggregates, "
-          f"{sum(len(p['bars']) for p in bar_panels_) + sum(len(p['points']) for p in control_panels_)} plotted "
-          f"values, {sum(1 for p in bar_panels_ if p['annotation'])} annotations, source hash {tree_hash[:16]} matches")
-    return 0
+    passed = f"PASS: {suite}: {', '.join(files)} recomputed from {records_dir}"
+    if forward:  # the figures, the tree the records were measured on, the sessions' GPUs
+        summary, provenance = forward
+        problems += [f"{n}: missing" for n in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, n))]
+        tree_hash = records.source_hash(tree)
+        measured_on = {s["session"]: s["source_hash"] for s in summary["sessions"]}  # one per session (collect)
+        problems += [f"source hash: {f['file']} (session {f['session']}) was measured on {measured_on[f['session']]}, "
+                     f"the tree {tree} hashes to {tree_hash}" for f in provenance["raw_files"]
+                     if measured_on[f["session"]] != tree_hash]
+        if summary["protocol"]["distinct_uuids"] is False:
+            uuids = ", ".join(f"session {s['session']}: {s['uuid']}" for s in summary["sessions"])
+            problems.append(f"sessions on one GPU ({uuids}): the protocol needs each session on a distinct GPU")
+        bar_panels_, control_panels_ = (provenance["figures"][f]["panels"] for f in ("bars.png", "controls.png"))
+        problems += [f"bars.png {p['title']}: largest value fills {p['fill']:.0%} of its axis"
+                     for p in bar_panels_ if p["fill"] < 0.75]
+        plotted = sum(len(p["bars"]) for p in bar_panels_) + sum(len(p["points"]) for p in control_panels_)
+        passed = (f"PASS: {len(provenance['raw_files'])} raw files, {len(summary['sessions'])} session(s), "
+                  f"{len(summary['results'])} aggregates, {plotted} plotted values, "
+                  f"{sum(1 for p in bar_panels_ if p['annotation'])} annotations, source hash {tree_hash[:16]} matches")
+    print("\n".join(f"MISMATCH: {p}" for p in problems) + f"\nFAIL: {len(problems)} problem(s)" if problems else passed)
+    return 1 if problems else 0
 
 
 def main(argv):

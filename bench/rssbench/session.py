@@ -21,12 +21,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TREE = records.TREE
 CLOCKS = ["clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw", "pstate"]
 ALL_SHAPES = "1x131072,8x131072,64x131072,32x128256,4096x4096,16384x8192,4096x32768,1x1048576,1x4194304,1x16777216"
-PRESETS = {
-    "quick": {"sessions": [1], "rounds": 3, "iterations": 10, "dtypes": "fp32,bf16", "peers": "off",
-              "shapes": "1x131072,64x131072,32x128256,4096x4096,16384x8192,1x4194304"},
-    "full": {"sessions": [1, 2], "rounds": 10, "iterations": 30, "dtypes": "fp32,bf16,fp16", "peers": "auto",
-             "shapes": ALL_SHAPES},
-}
+PRESETS = {"quick": {"sessions": [1], "rounds": 3, "iterations": 10, "dtypes": "fp32,bf16", "peers": "off",
+                     "shapes": "1x131072,64x131072,32x128256,4096x4096,16384x8192,1x4194304"},
+           "full": {"sessions": [1, 2], "rounds": 10, "iterations": 30, "dtypes": "fp32,bf16,fp16", "peers": "auto",
+                    "shapes": ALL_SHAPES}}
 # Seconds per (session, shape/dtype pair, round) for rss_bench's variants: set-up plus per-sample cost, fitted
 # to an H200 session of 3 rounds x 10 samples over 20 pairs that took 157 s.
 SECONDS_PER_ROUND, SECONDS_PER_SAMPLE = 1.3, 0.13
@@ -152,8 +150,7 @@ def announce(args, label, why):
 def run_session(args, session, bench, gpu, env, why):
     """One session: rss_bench, the torch peers unless why says they cannot run, then the completed context."""
     order = "forward" if session % 2 == 1 else "reverse"  # even sessions reverse the shape order
-    print("== session %d (shape order %s%s)" % (session, order, ", on " + gpu if gpu else ""), file=sys.stderr,
-          flush=True)
+    print(f"== session {session} (shape order {order}{', on ' + gpu if gpu else ''})", file=sys.stderr, flush=True)
     clocks_start = nvidia_smi(CLOCKS, gpu)
     rss_out = os.path.join(args.raw, "session%d_rss.json" % session)
     common = ["--rounds=%d" % args.rounds, "--iterations=%d" % args.iterations, "--seed=%d" % args.seed,

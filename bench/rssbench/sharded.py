@@ -3,12 +3,15 @@
 Run by `python3 bench/rssbench report build|verify --suite sharded`; definitions: docs/protocol.md ("The tools in
 detail"). Records: rss_sharded_bench's and the torch peer's (`rssbench peers --suite sharded`), rss-records/2.
 """
+import functools
+
 import report
 
 TOLERANCE = {"fp32": 2e-6, "bf16": 1e-2, "fp16": 1e-2}
 LATENCY_SHAPES = {(32, 128256), (64, 131072)}
 BANDWIDTH_SHAPES = {(4096, 128256)}
 REPORT = "report.md"  # beside summary.json
+fmt = functools.partial(report.fmt, none="–")  # the report's format, with this report's mark for a missing value
 ORDER = ("single_gpu", "nccl_host", "nccl_host_eager", "nccl_device", "nccl_device_lsa_barrier", "torch_distributed")
 
 
@@ -38,10 +41,6 @@ def compute(files):
                              ORDER.index(r["variant"]) if r["variant"] in ORDER else len(ORDER), r["variant"]))
     summary = {"files": report.files_of(files), "rows": rows}
     return summary, markdown(summary)
-
-
-def fmt(v, digits=2):
-    return "–" if v is None else f"{v:.{digits}f}"
 
 
 def markdown(summary):
@@ -75,19 +74,18 @@ def markdown(summary):
         two_gpu = [(v, n) for v, n in ((hv, "nccl_host"), (dv, "nccl_device")) if v is not None]
         v, n = min(two_gpu) if two_gpu else (None, "–")
         ratio = v / sv if v is not None and sv else None  # the best 2-GPU time over the single-GPU time
-        cells = [fmt(t) if t is not None else ("refused" if get.get(key + (variant,)) else "–")
+        cells = [fmt(t, none="refused" if get.get(key + (variant,)) else "–")
                  for t, variant in ((dv, "nccl_device"), (bv, "nccl_device_lsa_barrier"))]
-        errs = ", ".join("–" if e is None else f"{e:.2g}" for e in (field(key, v, "max_rel_err")
-                                                                   for v in ("nccl_host", "nccl_device")))
+        errs = ", ".join(fmt(field(key, v, "max_rel_err"), ".2g") for v in ("nccl_host", "nccl_device"))
         lines.append([f"{key[0]} x {key[1]}", key[2], f"{fmt(sv)} ({strat})", fmt(hv), *cells, fmt(tv),
-                      f"{fmt(ratio, 3)}x", errs])
-        shape = f"{key[0]} x {key[1]} {key[2]}"
+                      f"{fmt(ratio, '.3f')}x", errs])
+        shape = report.shape_name(key)
         if key[:2] in LATENCY_SHAPES:
             ok = None not in (hv, dv, tv) and dv < hv < tv
             targets.append(f"- {shape}: nccl_device {fmt(dv)} < nccl_host {fmt(hv)} < torch_distributed {fmt(tv)}: "
                            f"{'met' if ok else 'missed'}")
         elif key[:2] in BANDWIDTH_SHAPES:
-            targets.append(f"- {shape}: best 2-GPU ({n}) {fmt(v)} / single_gpu {fmt(sv)} = {fmt(ratio, 3)}x: "
+            targets.append(f"- {shape}: best 2-GPU ({n}) {fmt(v)} / single_gpu {fmt(sv)} = {fmt(ratio, '.3f')}x: "
                            f"{'met' if ratio is not None and ratio <= 0.6 else 'missed'}")
     out += report.table(["shape", "dtype", "single_gpu (strategy)", "nccl_host", "nccl_device", "lsa_barrier",
                          "torch_distributed", "best 2-GPU / single", "max rel err host, device"], lines)
