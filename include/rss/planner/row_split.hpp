@@ -162,8 +162,7 @@ struct SplitStep {
 
 /// A row program's planning constants: its instantiated configurations and its default rule, tried step
 /// by step. Within a step: the fewest blocks; the fewest threads (from min_threads, doubling) that hold a block's
-/// share; then the fewest
-/// elements per thread that do (and hold whole 16-byte vectors).
+/// share; then the fewest elements per thread that do (and hold whole 16-byte vectors).
 struct SplitRule {
   SplitStep steps[6]{};
   int step_count = 0;
