@@ -400,16 +400,14 @@ class FixtureTest(unittest.TestCase):
         self.assertEqual(x[2, 1], fixture.generate(42, 1, 11)[0])
         self.assertTrue(((x >= -4) & (x < 4)).all())
 
-    def test_hash_and_cli(self):
-        import numpy as np
+    def test_hash_and_the_committed_sessions_fixture(self):
         want = hashlib.sha256(fixture.generate(42, 1 << 20).astype("<f4").tobytes()).hexdigest()
         self.assertEqual(fixture.fixture_hash(42), want)
-        self.assertEqual(run("fixture", "--seed", "42", "--hash"), (0, want + "\n"))
-        rc, out = run("fixture", "--seed", "42", "--print", "0", "8")
-        lines = out.strip().splitlines()
-        self.assertEqual(len(lines), 8)
-        self.assertEqual(np.float32(lines[3].split()[1]), fixture.generate(42, 1, 3)[0])
-        self.assertEqual(int(lines[3].split()[2], 16), int(fixture.generate(42, 1, 3).view("<u4")[0]))
+        # The committed session's context: the C++ generator's first elements (bits) and the hash it was given.
+        ctx = json.loads(read(os.path.join(RESULTS, "raw", "session1_rss.json")))["context"]
+        self.assertEqual((ctx["fixture_seed"], ctx["fixture_hash"]), ("42", want))
+        first = " ".join("0x%08x" % v for v in fixture.generate(42, 8).view("<u4"))
+        self.assertEqual(ctx["fixture_first_elements"], first)
 
 
 class PeersTest(unittest.TestCase):
