@@ -347,9 +347,8 @@ def main(argv):
         return EXIT_NO_TORCH
     if args.suite != "sharded":
         return run(0, args)
-    for key, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                       ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ[key] = value  # NVLink multicast stays off in every rank, whatever the caller set
+    # NVLink multicast stays off in every rank, whatever the caller set
+    os.environ.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
