@@ -2,7 +2,6 @@
 
 Schema rss-records/2, load()'s normalised form and the source hash: docs/protocol.md ("The tools in detail").
 """
-import argparse
 import hashlib
 import json
 import math
@@ -215,11 +214,3 @@ def normalize_uuid(uuid):
     u = uuid.strip().lower()
     return u[4:] if u.startswith("gpu-") else u
 
-
-def main(argv):
-    ap = argparse.ArgumentParser(prog="rssbench records", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("source-hash", help="print the source hash of include/ and bench/ (docs/protocol.md)").add_argument(
-        "--tree", default=".", help="the tree to hash (default: the current directory)")
-    print(source_hash(ap.parse_args(argv).tree))
-    return 0
