@@ -24,7 +24,8 @@ def best_per_shape(rows):
     by = {(r["rows"], r["cols"], r["dtype"], r["variant"]): r for r in rows if "host_us" in r}
     us = lambda shape, variant: by.get(shape + (variant,), {}).get("host_us")  # noqa: E731
     for key, r in by.items():
-        floor = us(key[:3], "floor_saved" if r["variant"].endswith("_saved") else "floor")
+        saved = r["variant"].split(":")[0].endswith("_saved")  # a pilot candidate: cluster_row_saved:CONFIG
+        floor = us(key[:3], "floor_saved" if saved else "floor")
         if floor:
             r["ratio_to_floor"] = r["host_us"] / floor
     best = []

@@ -463,7 +463,8 @@ class SuiteReportTest(unittest.TestCase):
     def test_backward_targets_from_round_medians(self):
         shape = (32, 128256, "fp32")
         host = {"cluster_row": [[30, 31, 90], [32], [29]], "floor": [[25], [26], [24]], "automatic": [[33], [33], [33]],
-                "cluster_row_saved": [[28], [27], [29]], "floor_saved": [[20], [20], [21]]}
+                "cluster_row_saved": [[28], [27], [29]], "floor_saved": [[20], [20], [21]],
+                "cluster_row_saved:256x16x8": [[30], [30], [30]]}
         write(os.path.join(self.raw, "rss_backward.json"), suite_document("backward", "rss_backward_bench", [
             suite_run(shape, v, rnd, h, label=v, max_rel_err=1e-7) for v, rounds in host.items()
             for rnd, h in enumerate(rounds)] + [error_run(shape, "cluster_row:512x8x8", "not used for this row")]))
@@ -481,6 +482,7 @@ class SuiteReportTest(unittest.TestCase):
         rows = {r["variant"]: r for r in summary["results"]}
         self.assertEqual(rows["cluster_row:512x8x8"]["error"], "not used for this row")
         self.assertEqual((rows["cluster_row"]["samples"], rows["cluster_row"]["rounds"]), (5, 3))
+        self.assertEqual(rows["cluster_row_saved:256x16x8"]["ratio_to_floor"], 30.0 / 20.0)  # a pilot candidate
         self.assertIn("| 32 x 128256 | fp32 | cluster_row:512x8x8 | error: not used for this row |",
                       read(os.path.join(self.tmp, "results.md")))
         self.assertEqual(self.report("verify", "backward")[0], 0)
