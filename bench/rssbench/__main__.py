@@ -7,7 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-COMMANDS = ("session", "report", "peers", "ab", "tune", "records", "fixture")
+COMMANDS = ("session", "report", "peers", "ab", "tune")
 
 
 def main(argv):

@@ -1,5 +1,4 @@
 """The benchmark input fixture, bit for bit the C++ generator's (docs/protocol.md, "The tools in detail")."""
-import argparse
 import hashlib
 
 # numpy is imported where it is used, so that --help works before the Python dependencies are installed.
@@ -43,21 +42,4 @@ def fixture_hash(seed):
 def describe(seed):
     """The fixture's facts in a raw record file's context."""
     return {"seed": int(seed), "generator": GENERATOR, "hash": fixture_hash(seed)}
-
-
-def main(argv):
-    ap = argparse.ArgumentParser(prog="rssbench fixture", description=__doc__)
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--hash", action="store_true", help="print the fixture hash")
-    ap.add_argument("--print", nargs=2, type=int, metavar=("BEGIN", "END"), help="print elements BEGIN .. END-1")
-    args = ap.parse_args(argv)
-    if not args.hash and not args.print:
-        ap.error("give --hash and/or --print BEGIN END")
-    if args.hash:
-        print(fixture_hash(args.seed))
-    if args.print:
-        begin, end = args.print
-        for k, v in enumerate(generate(args.seed, max(0, end - begin), begin), start=begin):
-            print(f"{k} {float(v):.9g} 0x{int(v.view('<u4')):08x}")
-    return 0
 

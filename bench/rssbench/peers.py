@@ -115,19 +115,19 @@ def time_call(call, iterations, events, before_sample=None):
 
 class Forward:
     """An operator's inputs, reference, variants, accuracy and records (the forward's); measure() times any."""
-    order, rank, world, before_sample = math.inf, 0, 1, None  # order: the norm of max_rel_err
+    order, before_sample = math.inf, None  # order: the norm of max_rel_err
 
-    def __init__(self, args, compiled, rss_torch=None):
-        self.args, self.compiled, self.rss_torch = args, compiled, rss_torch
+    def __init__(self, args, compiled, rss_torch, rank, world):
+        self.args, self.compiled, self.rss_torch, self.rank, self.world = args, compiled, rss_torch, rank, world
 
     def prepare(self, rows, cols, dtype):
         self.x = torch.from_numpy(fixture.matrix(self.args.fixture_seed, rows, cols)).cuda().to(dtype)
         self.ref = composed(self.x.double())
 
-    def builder(self, base):
-        """What builds the variant `base` (no _graph) afresh, returning the call to time."""
+    def build(self, base):
+        """The call to time of the variant `base` (no _graph), built afresh."""
         fn = {"torch_eager": composed, "torch_compile": self.compiled}[base]
-        return lambda: lambda: fn(self.x)
+        return lambda: fn(self.x)
 
     def error(self, out):
         norm = lambda t: torch.linalg.vector_norm(t, self.order, dim=-1)  # noqa: E731
@@ -157,29 +157,24 @@ class Backward(Forward):
         self.x, x64 = x.requires_grad_(True), x.detach().double().requires_grad_(True)
         self.ref = torch.autograd.grad(composed(x64), x64, self.dy.double())[0]
 
-    def builder(self, base):
+    def build(self, base):
         x, dy = self.x, self.dy
         impl, _, op = base.rpartition("_")
         forward = {"torch_eager": composed, "torch_compile": self.compiled,
                    "rss_op": self.rss_torch and self.rss_torch.rms_scaled_softmax}[impl]
-
-        def bwd():
-            if impl == "rss_op":  # from x and the row statistics, what its autograd formula saves (y not read)
-                _, stats = torch.ops.rss.rms_scaled_softmax(x.detach())
-                return lambda: torch.ops.rss.rms_scaled_softmax_backward(x.detach(), stats, dy)
-            with torch.cuda.stream(self.stream):
-                y = forward(x)
-            self.stream.synchronize()
-            return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)[0]
-        return bwd if op == "bwd" else lambda: lambda: torch.autograd.grad(forward(x), x, dy)[0]
+        if op == "fwdbwd":
+            return lambda: torch.autograd.grad(forward(x), x, dy)[0]
+        if impl == "rss_op":  # from x and the row statistics, what its autograd formula saves (y not read)
+            _, stats = torch.ops.rss.rms_scaled_softmax(x.detach())
+            return lambda: torch.ops.rss.rms_scaled_softmax_backward(x.detach(), stats, dy)
+        with torch.cuda.stream(self.stream):  # bwd: the forward ran before timing, its graph retained
+            y = forward(x)
+        self.stream.synchronize()
+        return lambda: torch.autograd.grad(y, x, dy, retain_graph=True)[0]
 
 
 class Sharded(Forward):
     order = 2
-
-    def __init__(self, args, compiled, rss_torch=None):
-        super().__init__(args, compiled)
-        self.rank, self.world = dist.get_rank(), dist.get_world_size()
 
     def before_sample(self):  # every rank starts the sample together
         torch.cuda.synchronize()
@@ -195,8 +190,8 @@ class Sharded(Forward):
         self.check = sorted({0, rows // 2, rows - 1} | {rng.randrange(rows) for _ in range(5)})
         self.ref = composed(x[self.check].double())
 
-    def builder(self, base):
-        return lambda: lambda: sharded_composed(self.x, self.cols, self.world)
+    def build(self, base):
+        return lambda: sharded_composed(self.x, self.cols, self.world)
 
     def error(self, out):
         parts = [torch.empty((len(self.check), w), dtype=torch.float32, device="cuda") for w in self.widths]
@@ -227,7 +222,7 @@ def measure(suite, args, variants, work, context):
             random.Random(f"{args.suite}/{args.seed}/{args.session}/{rows}x{cols}/{dtype}/{rnd}").shuffle(order)
             for position, variant in enumerate(order):
                 try:
-                    call = result = suite.builder(variant.removesuffix("_graph"))()
+                    call = result = suite.build(variant.removesuffix("_graph"))
                     graph = None
                     if variant.endswith("_graph"):
                         graph, out = capture(call, suite.stream, args.warmup)
@@ -290,7 +285,7 @@ def run(rank, args, world=1, port=None):
             print(f"rssbench peers: rss_torch is not importable ({e}): no rss_op variants", file=sys.stderr)
             variants = [v for v in variants if not v.startswith("rss_op")]
     suite = {"forward": Forward, "backward": Backward, "sharded": Sharded}[args.suite](
-        args, torch.compile(composed, dynamic=False), rss_torch)
+        args, torch.compile(composed, dynamic=False), rss_torch, rank, world)
     props = torch.cuda.get_device_properties(rank)
     uuids = [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in range(world)]
     context = {"producer": SUITES[args.suite][0], "suite": args.suite, "session": args.session, "gpu": props.name,
@@ -300,7 +295,7 @@ def run(rank, args, world=1, port=None):
                "dtypes": args.dtypes, "variants": ",".join(variants), "fixture_seed": args.fixture_seed,
                "driver": session.nvidia_smi(["driver_version"], uuids[0]).get("driver_version", "unknown"),
                "clocks_start": session.nvidia_smi(session.CLOCKS, uuids[0]), "clocks_end": {},
-               "source_hash": records.source_hash(args.tree)}
+               "source_hash": records.source_hash(records.TREE)}
     if args.suite == "sharded":
         context.update(gpus=",".join(torch.cuda.get_device_name(i) for i in range(world)), world=world,
                        nccl=".".join(map(str, torch.cuda.nccl.version())), time=int(time.time()),
@@ -339,7 +334,6 @@ def main(argv):
     add("--fixture-seed", type=int, default=42, help="seed of the input (forward, backward: the fixture's)")
     add("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
     add("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
-    add("--tree", default=records.TREE, help="tree whose include/ and bench/ are hashed into the records")
     args = ap.parse_args(argv)
     _, known, *defaults = SUITES[args.suite]
     for key, value in zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults):
@@ -353,9 +347,8 @@ def main(argv):
         return EXIT_NO_TORCH
     if args.suite != "sharded":
         return run(0, args)
-    for key, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                       ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ[key] = value  # NVLink multicast stays off in every rank, whatever the caller set
+    # NVLink multicast stays off in every rank, whatever the caller set
+    os.environ.update(NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -2,14 +2,12 @@
 
 Schema rss-records/2, load()'s normalised form and the source hash: docs/protocol.md ("The tools in detail").
 """
-import argparse
 import hashlib
 import json
 import math
 import os
 import re
 import statistics
-import sys
 
 SCHEMA = "rss-records/2"
 TREE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
@@ -108,12 +106,11 @@ def _number(v):
 
 def record_of(run, where):
     """One Google Benchmark run as a record (the normalised form above)."""
-    r = parse_name(run.get("run_name") or run["name"], where)
+    r = parse_name(run["name"], where)
+    _require(r["round"] is not None, where, f"benchmark name {run['name']!r} has no round (SHAPE/roundR/VARIANT)")
     for key in ("rows", "cols"):
         if key in run:
             _require(_integer(run[key], where, key) == r[key], where, f"counter '{key}' disagrees with the name")
-    if r["round"] is None:
-        r["round"] = _integer(run.get("round", run.get("repetition_index", 0)), where, "round")
     samples = sorted((int(k.split("/", 1)[1]), v) for k, v in run.items() if k.startswith("host_us/"))
     _require([i for i, _ in samples] == list(range(len(samples))), where, "host_us/i counters are not 0..N-1")
     host = [_number(v) for _, v in samples]
@@ -216,25 +213,4 @@ def normalize_uuid(uuid):
     """nvidia-smi writes 'GPU-<uuid>', CUDA/torch the bare uuid: compare them without the prefix."""
     u = uuid.strip().lower()
     return u[4:] if u.startswith("gpu-") else u
-
-
-def main(argv):
-    ap = argparse.ArgumentParser(prog="rssbench records", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("source-hash", help="print the source hash of include/ and bench/ (docs/protocol.md)").add_argument(
-        "--tree", default=".", help="the tree to hash (default: the current directory)")
-    sub.add_parser("validate", help="validate raw record files").add_argument("files", nargs="+")
-    args = ap.parse_args(argv)
-    if args.cmd == "source-hash":
-        print(source_hash(args.tree))
-        return 0
-    bad = 0
-    for path in args.files:
-        try:
-            doc = load(path, complete=False)
-            print(f"OK {path}: session {doc['session']}, {doc['producer']}, {len(doc['records'])} records")
-        except RecordError as e:
-            print(f"INVALID {e}", file=sys.stderr)
-            bad += 1
-    return 1 if bad else 0
 

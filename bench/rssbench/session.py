@@ -163,8 +163,8 @@ def run_session(args, session, bench, gpu, env, why):
     if not why:
         try:
             rc = subprocess.run([sys.executable, HERE, "peers", *common, "--shapes=" + args.shapes, "--dtypes=" +
-                                 args.dtypes, "--out=" + os.path.join(args.raw, "session%d_torch.json" % session),
-                                 "--tree=" + TREE], timeout=args.peers_timeout, env=env).returncode
+                                 args.dtypes, "--out=" + os.path.join(args.raw, "session%d_torch.json" % session)],
+                                timeout=args.peers_timeout, env=env).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout after %d s" % args.peers_timeout
         if rc != 0:

@@ -379,8 +379,6 @@ class SourceHashTest(Workspace):
         self.assertEqual(records.source_hash(self.tree), self.hash)
         write(os.path.join(self.tree, "bench/new.py"), "")  # an empty file still counts
         self.assertNotEqual(records.source_hash(self.tree), self.hash)
-        rc, out = run("records", "source-hash", "--tree", self.tree)
-        self.assertEqual((rc, out.strip()), (0, records.source_hash(self.tree)))
 
 
 class FixtureTest(unittest.TestCase):
@@ -400,16 +398,14 @@ class FixtureTest(unittest.TestCase):
         self.assertEqual(x[2, 1], fixture.generate(42, 1, 11)[0])
         self.assertTrue(((x >= -4) & (x < 4)).all())
 
-    def test_hash_and_cli(self):
-        import numpy as np
+    def test_hash_and_the_committed_sessions_fixture(self):
         want = hashlib.sha256(fixture.generate(42, 1 << 20).astype("<f4").tobytes()).hexdigest()
         self.assertEqual(fixture.fixture_hash(42), want)
-        self.assertEqual(run("fixture", "--seed", "42", "--hash"), (0, want + "\n"))
-        rc, out = run("fixture", "--seed", "42", "--print", "0", "8")
-        lines = out.strip().splitlines()
-        self.assertEqual(len(lines), 8)
-        self.assertEqual(np.float32(lines[3].split()[1]), fixture.generate(42, 1, 3)[0])
-        self.assertEqual(int(lines[3].split()[2], 16), int(fixture.generate(42, 1, 3).view("<u4")[0]))
+        # The committed session's context: the C++ generator's first elements (bits) and the hash it was given.
+        ctx = json.loads(read(os.path.join(RESULTS, "raw", "session1_rss.json")))["context"]
+        self.assertEqual((ctx["fixture_seed"], ctx["fixture_hash"]), ("42", want))
+        first = " ".join("0x%08x" % v for v in fixture.generate(42, 8).view("<u4"))
+        self.assertEqual(ctx["fixture_first_elements"], first)
 
 
 class PeersTest(unittest.TestCase):
@@ -467,7 +463,8 @@ class SuiteReportTest(unittest.TestCase):
     def test_backward_targets_from_round_medians(self):
         shape = (32, 128256, "fp32")
         host = {"cluster_row": [[30, 31, 90], [32], [29]], "floor": [[25], [26], [24]], "automatic": [[33], [33], [33]],
-                "cluster_row_saved": [[28], [27], [29]], "floor_saved": [[20], [20], [21]]}
+                "cluster_row_saved": [[28], [27], [29]], "floor_saved": [[20], [20], [21]],
+                "cluster_row_saved:256x16x8": [[30], [30], [30]]}
         write(os.path.join(self.raw, "rss_backward.json"), suite_document("backward", "rss_backward_bench", [
             suite_run(shape, v, rnd, h, label=v, max_rel_err=1e-7) for v, rounds in host.items()
             for rnd, h in enumerate(rounds)] + [error_run(shape, "cluster_row:512x8x8", "not used for this row")]))
@@ -485,6 +482,7 @@ class SuiteReportTest(unittest.TestCase):
         rows = {r["variant"]: r for r in summary["results"]}
         self.assertEqual(rows["cluster_row:512x8x8"]["error"], "not used for this row")
         self.assertEqual((rows["cluster_row"]["samples"], rows["cluster_row"]["rounds"]), (5, 3))
+        self.assertEqual(rows["cluster_row_saved:256x16x8"]["ratio_to_floor"], 30.0 / 20.0)  # a pilot candidate
         self.assertIn("| 32 x 128256 | fp32 | cluster_row:512x8x8 | error: not used for this row |",
                       read(os.path.join(self.tmp, "results.md")))
         self.assertEqual(self.report("verify", "backward")[0], 0)

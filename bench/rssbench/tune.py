@@ -36,21 +36,15 @@ def timings(paths, docs=None):
     (a later pilot re-measures the shapes a change touched and supersedes the older one there; each file's
     rounds apart)."""
     docs = docs or [(path, records.load(path, complete=False)) for path in paths]
-    newest = defaultdict(int)
-    for path, doc in docs:
+    newest, samples = defaultdict(int), defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for path, doc in docs:  # samples by (shape, pilot), variant and round
         for r in doc["records"]:
-            shape = (r["rows"], r["cols"], r["dtype"])
-            newest[shape] = max(newest[shape], pilot_number(path))
-    samples = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for path, doc in docs:
-        for r in doc["records"]:
-            if pilot_number(path) != newest[(r["rows"], r["cols"], r["dtype"])]:
-                continue
-            by_round = samples[(r["rows"], r["cols"], r["dtype"])][r["variant"]]
-            by_round[(path, doc["session"], r["round"])].extend(r["host_us"])
+            shape, pilot = (r["rows"], r["cols"], r["dtype"]), pilot_number(path)
+            newest[shape] = max(newest[shape], pilot)
+            samples[shape, pilot][r["variant"]][(path, doc["session"], r["round"])].extend(r["host_us"])
     return {shape: {v: Timing(statistics.median([t for ts in rounds.values() for t in ts]),
                               [statistics.median(ts) for ts in rounds.values()]) for v, rounds in by_variant.items()}
-            for shape, by_variant in samples.items()}
+            for (shape, pilot), by_variant in samples.items() if pilot == newest[shape]}
 
 
 def parse_variant(name):
