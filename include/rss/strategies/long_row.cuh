@@ -45,7 +45,8 @@ namespace rss::detail {
 namespace long_row {
 
 inline constexpr int threads = 1024;
-inline constexpr int chunks = 16;           // mbarriers per tile: statistics start on the first ~14 KB
+// mbarriers per tile: a chunk has a fixed cost (16 chunks made 1M rows 5 us slower: bench/NOTES.md, long rows step 4)
+inline constexpr int chunks = 4;
 inline constexpr int streamed_in_flight = 4;  // 16-byte loads per thread before the first use (64 KB per SM)
 
 template <class T>
@@ -243,12 +244,16 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
 
     // Phase 1: the whole tile requested at once, then the streamed part through registers, then the chunks.
     if (threadIdx.x == 0) {
+      // One proxy fence for every chunk: the block's last accesses of the tile (the previous row's) precede it,
+      // with a block barrier between.
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
       for (int i = 0; i < chunks && i * chunk_vectors < held_vectors; ++i) {
         const int count = min(chunk_vectors, held_vectors - i * chunk_vectors);
-        loads.issue(i, tile + i * chunk_vectors * W, x_share + static_cast<std::int64_t>(i) * chunk_vectors * W,
-                    static_cast<std::uint32_t>(count * W * sizeof(T)), once);
+        loads.issue_fenced(i, tile + i * chunk_vectors * W, x_share + static_cast<std::int64_t>(i) * chunk_vectors * W,
+                           static_cast<std::uint32_t>(count * W * sizeof(T)), once);
       }
     }
+    __syncthreads();  // no thread polls a chunk's mbarrier while thread 0 issues: measured 1-5 us off phase 1
     for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) tile[i] = x_share[i];
 
     RowStatsPartial mine = RowStatsPartial::identity();

@@ -45,6 +45,14 @@ class BulkTileLoads {
   __device__ void issue(int i, void* dst, const void* src, std::uint32_t bytes, std::uint64_t policy) {
 #if RSS_CLUSTER_DEVICE_CODE
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    issue_fenced(i, dst, src, bytes, policy);
+#endif
+  }
+
+  /// issue() with a policy, without its proxy fence: for a caller that issues several copies after one fence
+  /// (fence.proxy.async after the block's last accesses of every dst, and a block barrier between them).
+  __device__ void issue_fenced(int i, void* dst, const void* src, std::uint32_t bytes, std::uint64_t policy) {
+#if RSS_CLUSTER_DEVICE_CODE
     (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                                barriers_ + i, bytes);
     const auto dst_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
@@ -54,6 +62,8 @@ class BulkTileLoads {
             "r"(dst_addr),
         "l"(src), "r"(bytes), "r"(bar_addr), "l"(policy)
         : "memory");
+#else
+    (void)i, (void)dst, (void)src, (void)bytes, (void)policy;
 #endif
   }
 

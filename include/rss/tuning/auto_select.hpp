@@ -46,21 +46,27 @@ struct AutoChoice {
 /// The strategy every device can run: the fallback when a choice is refused.
 inline constexpr Strategy fallback_strategy = Strategy::local_fusion;
 
+/// Single rows at least this long go to long_row (below it, to the megakernels while their tiles fit).
+inline constexpr std::int64_t long_row_min_cols = std::int64_t{1} << 22;
+
 /// Heuristic: a row a cluster can hold stays in registers (cluster_row, one launch, no global
 /// barrier; on the H200 it beat the megakernels on every such shape measured, one row included). Longer rows
 /// go to the grid-barrier megakernel, which retains their fp32 tiles on chip, or, once those overflow the
-/// chip's shared memory: one row to long_row (x held as stored, only the overflow re-read, from L2), several
-/// to megakernel_row (tiles evicted and re-read). Without clusters: the megakernels, else local_fusion.
+/// chip's shared memory or the row has long_row_min_cols elements or more: one row to long_row (x held as
+/// stored, only the overflow re-read, from L2); several rows that overflow to megakernel_row (tiles evicted and
+/// re-read). Without clusters: the megakernels, else local_fusion.
 inline AutoChoice heuristic_choice(const DeviceInfo& d, std::int64_t rows, std::int64_t cols, DType dtype) noexcept {
   if (default_cluster_config(cols, dtype, d.max_cluster_size).cluster_size > 0) return {Config{Strategy::cluster_row}, false};
   if (!d.cooperative_launch) return {Config{fallback_strategy}, false};
   const std::int64_t retained_bytes = rows * cols * static_cast<std::int64_t>(sizeof(float));
   const auto shared = static_cast<std::int64_t>(d.shared_per_sm);
   const bool overflows = shared > 0 && retained_bytes > shared * d.sm_count;
-  // While the tiles fit, megakernel_grid's fixed cost is the lower (H200: 20.1 against 24.3 us on 1 x 2^20
-  // fp32, 25.1 against 27.3 on 1 x 2^22; bench/NOTES.md, "Long rows, step 1"). long_row needs sm_90 (bulk
-  // copies, clusters): a device with clusters has both.
-  if (rows == 1 && overflows && d.max_cluster_size > 0 && d.compute_capability() >= 90) {
+  // A single row of 2^22 elements or more goes to long_row even while its fp32 tiles fit: with its four-chunk load
+  // it beat megakernel_grid there (H200, 1 x 2^22: 25.9 against 26.2 us fp32, 23.9 against 27.4 bf16, 23.9
+  // against 28.9 fp16), while on 1 x 2^20 the two tie within 1 us (bench/NOTES.md, "Long rows, step 5").
+  // long_row needs sm_90 (bulk copies, clusters): a device with clusters has both.
+  const bool long_single_row = rows == 1 && (overflows || cols >= long_row_min_cols);
+  if (long_single_row && d.max_cluster_size > 0 && d.compute_capability() >= 90) {
     return {Config{Strategy::long_row}, false};
   }
   return {Config{overflows ? Strategy::megakernel_row : Strategy::megakernel_grid}, false};
