@@ -1,10 +1,12 @@
 // DRAM traffic of one call, for ncu's range replay: a diagnostic, never part of the library. ncu's kernel and
 // application replay fail on long_row's cooperative cluster launch (LaunchFailed); range replay captures what runs
-// between cudaProfilerStart and cudaProfilerStop and replays it as a whole. This driver warms one strategy up on a
-// single row (the default: long_row on 1 x 2^24), then makes exactly one call inside the profiler range:
+// between cudaProfilerStart and cudaProfilerStop and replays it as a whole. It measured megakernel_grid, but on
+// long_row it failed as well (H200, CUDA 13.0: "An error was reported by the driver: UnknownError"; bench/NOTES.md,
+// "Long rows, step 5"). This driver warms one strategy up on a single row (the default: long_row on 1 x 2^24),
+// then makes exactly one call inside the profiler range:
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include dev/long_row_dram.cu -o long_row_dram
-//   ncu --replay-mode range --profile-from-start off \
+//   ncu --replay-mode range \
 //       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum ./long_row_dram [fp32|bf16|fp16] [cols] [strategy]
 //
 // and prints the bytes of x and y to compare with ncu's dram__bytes_read.sum and dram__bytes_write.sum.
