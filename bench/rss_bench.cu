@@ -62,7 +62,10 @@ struct ShapeState {
     const std::vector<unsigned char> raw = store(s.dtype, fixture(g_options.fixture_seed, s.rows, s.cols), &x_seen);
     BENCH_CUDA(cudaMalloc(&buffers.x, raw.size()));
     BENCH_CUDA(cudaMalloc(&buffers.y, raw.size()));
-    BENCH_CUDA(cudaMemcpy(buffers.x, raw.data(), raw.size(), cudaMemcpyHostToDevice));
+    // On the timing stream, which is non-blocking: a copy or memset on the legacy default stream would not be
+    // ordered before the variants' launches.
+    BENCH_CUDA(cudaMemcpyAsync(buffers.x, raw.data(), raw.size(), cudaMemcpyHostToDevice, g_stream));
+    BENCH_CUDA(cudaStreamSynchronize(g_stream));
   }
   ~ShapeState() {
     prepared.clear();  // graphs and plans go before the memory they point to
@@ -78,7 +81,7 @@ struct ShapeState {
       rss::reference::rms_scaled_softmax(x_seen.data(), reference.data(), shape.rows, shape.cols);
       format_error = rounding_error_of_reference();
     }
-    BENCH_CUDA(cudaMemset(buffers.y, 0xFF, shape.bytes()));
+    BENCH_CUDA(cudaMemsetAsync(buffers.y, 0xFF, shape.bytes(), g_stream));
     if (p.run(g_stream) != rss::Status::success) return -1.0;
     BENCH_CUDA(cudaStreamSynchronize(g_stream));
     std::vector<unsigned char> raw(shape.bytes());
@@ -90,7 +93,7 @@ struct ShapeState {
   /// A floor's check: its output must be x's bytes. 0 when it is, 1 when any byte differs (never within the
   /// operator's tolerance), -1 when the copy failed.
   double check_copy(const Prepared& p) {
-    BENCH_CUDA(cudaMemset(buffers.y, 0xFF, shape.bytes()));
+    BENCH_CUDA(cudaMemsetAsync(buffers.y, 0xFF, shape.bytes(), g_stream));
     if (p.run(g_stream) != rss::Status::success) return -1.0;
     unsigned long long* mismatches = nullptr;
     BENCH_CUDA(cudaMalloc(&mismatches, sizeof *mismatches));

@@ -124,8 +124,10 @@ struct ShapeState {
     for (float& g : gradient) g *= 0.25f;
     const std::vector<unsigned char> rx = store(s.dtype, fixture(g_options.fixture_seed, s.rows, s.cols), &hx);
     const std::vector<unsigned char> rdy = store(s.dtype, gradient, &hdy);
-    BENCH_CUDA(cudaMemcpy(x, rx.data(), s.bytes(), cudaMemcpyHostToDevice));
-    BENCH_CUDA(cudaMemcpy(dy, rdy.data(), s.bytes(), cudaMemcpyHostToDevice));
+    // On the timing stream, which is non-blocking: a copy or memset on the legacy default stream would not be
+    // ordered before the forward and the variants' launches.
+    BENCH_CUDA(cudaMemcpyAsync(x, rx.data(), s.bytes(), cudaMemcpyHostToDevice, g_stream));
+    BENCH_CUDA(cudaMemcpyAsync(dy, rdy.data(), s.bytes(), cudaMemcpyHostToDevice, g_stream));
     // y and the row statistics are what rss's forward writes: the backward's real inputs.
     const rss::Status st = with_storage(s.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -156,7 +158,7 @@ struct ShapeState {
 
   /// The worst row's relative 2-norm error of dx beyond the storage type's own rounding of the exact answer.
   double check(const Prepared& p) {
-    BENCH_CUDA(cudaMemset(dx, 0xFF, shape.bytes()));
+    BENCH_CUDA(cudaMemsetAsync(dx, 0xFF, shape.bytes(), g_stream));
     if (p.run() != nullptr) return -1.0;
     BENCH_CUDA(cudaStreamSynchronize(g_stream));
     std::vector<unsigned char> raw(shape.bytes());

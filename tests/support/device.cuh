@@ -37,7 +37,12 @@ class DeviceBuffer {
 };
 
 /// Fills a buffer with 0xFF bytes: NaN for every floating type, so an unwritten element fails.
-inline void poison(const DeviceBuffer& b) { RSS_TEST_CUDA(cudaMemset(b.get(), 0xFF, b.bytes())); }
+/// Fills b with 0xFF bytes (NaN in every storage type) and waits for the fill: cudaMemset runs on the legacy
+/// default stream, which does not order it before work on the non-blocking streams some tests run on.
+inline void poison(const DeviceBuffer& b) {
+  RSS_TEST_CUDA(cudaMemset(b.get(), 0xFF, b.bytes()));
+  RSS_TEST_CUDA(cudaDeviceSynchronize());
+}
 
 inline bool has_device() {
   int n = 0;
