@@ -91,6 +91,21 @@ def _host(r):
     return r and r["host_us"]
 
 
+def by_shape(rows):
+    """{shape: {variant: row}} of the three reports' rows, in their order."""
+    shapes = defaultdict(dict)
+    for r in rows:
+        shapes[shape_of(r)][r["variant"]] = r
+    return shapes
+
+
+def fastest(variants, pick):
+    """The row of least host_us among a shape's {variant: row} whose variant pick() accepts (a tie: the first variant
+    by name), or None."""
+    rows = [r for v, r in variants.items() if pick(v) and r.get("host_us") is not None]
+    return min(rows, key=lambda r: (r["host_us"], r["variant"]), default=None)
+
+
 def collect(files):
     """Merge validated raw files: session descriptions, per-round records, and which file fed which key."""
     sessions, rounds, sources = {}, defaultdict(dict), defaultdict(set)
@@ -212,22 +227,16 @@ def aggregate(sessions, rounds):
             "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
             "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": _mean(dev_medians),
             "device_us_sessions": dev_medians, **metadata([rec for r in recs for rec in r.values()], warnings, label)})
-    by_key = {(shape_of(r), r["variant"]): r for r in results}  # in report order, as results are
-
-    def fastest(shape, pick):
-        rs = [r for (sh, v), r in by_key.items() if sh == shape and pick(v) and r["host_us"]]
-        return min(rs, key=lambda r: (r["host_us"], r["variant"])) if rs else None
-
-    shapes = list(dict.fromkeys(sh for sh, _ in by_key))
-    limits = {shape: fastest(shape, lambda v: v in FLOORS) for shape in shapes}
+    shapes = by_shape(results)  # in report order, as results are
+    limits = {shape: fastest(variants, lambda v: v in FLOORS) for shape, variants in shapes.items()}
     for r in results:
-        peer = fastest(shape_of(r), lambda v: kind(v) == "peer")
+        peer = fastest(shapes[shape_of(r)], lambda v: kind(v) == "peer")
         r.update(ratio_to_limit=_ratio(r["host_us"], _host(limits[shape_of(r)])),
                  ratio_to_fastest_peer=_ratio(r["host_us"], _host(peer)), fastest_peer=peer and peer["variant"])
     deltas, best = [], []
-    for shape in shapes:
-        ref = by_key.get((shape, REFERENCE))
-        for control in [v for sh, v in by_key if sh == shape and kind(v) == "control"] if ref else []:
+    for shape, variants in shapes.items():
+        ref = variants.get(REFERENCE)
+        for control in [v for v in variants if kind(v) == "control"] if ref else []:
             paired = [[c[r] - m[r] for r in sorted(set(c) & set(m))] for s in sids  # by round, per session
                       for c, m in [(host_rv(s, shape, control), host_rv(s, shape, REFERENCE))]]
             per_session = [float(np.median(p)) if p else None for p in paired]
@@ -235,12 +244,12 @@ def aggregate(sessions, rounds):
             deltas.append({**shape_fields(shape), "control": control, "reference": REFERENCE, "delta_us": delta,
                            "delta_us_sessions": per_session, "pairs_sessions": [len(p) for p in paired],
                            "reference_host_us": ref["host_us"], "relative_to_reference": _ratio(delta, ref["host_us"])})
-        b = fastest(shape, lambda v: kind(v) == "strategy")
+        b = fastest(variants, lambda v: kind(v) == "strategy")
         if not b:
             continue
-        mk = fastest(shape, lambda v: v.startswith("megakernel"))
-        copy = fastest(shape, lambda v: v in FLOORS and v != MEMCPY_FLOOR)  # our fastest copy kernel
-        memcpy, cg, lf, auto = (by_key.get((shape, v)) for v in (MEMCPY_FLOOR, COMPILE_GRAPH, LOCAL_FUSION, AUTOMATIC))
+        mk = fastest(variants, lambda v: v.startswith("megakernel"))
+        copy = fastest(variants, lambda v: v in FLOORS and v != MEMCPY_FLOOR)  # our fastest copy kernel
+        memcpy, cg, lf, auto = (variants.get(v) for v in (MEMCPY_FLOOR, COMPILE_GRAPH, LOCAL_FUSION, AUTOMATIC))
         peak = HBM_PEAK_TB_S.get(sessions[0]["gpu"].strip()) if sessions else None
         tb_s = shape[0] * shape[1] * DTYPE_BYTES[shape[2]] * 2 / b["host_us"] / 1e6  # x read once, y written once
         limit = limits[shape]
