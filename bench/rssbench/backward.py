@@ -55,11 +55,10 @@ def best_per_shape(rows):
     return best
 
 
-def compute(files):
-    """(summary, markdown) of the record files [(name, sha256, doc)]."""
+def summarize(files):
+    """summary.json of the record files [(name, sha256, doc)]."""
     rows = report.suite_rows([doc for _, _, doc in files])
-    summary = {"files": report.files_of(files), "best_per_shape": best_per_shape(rows), "results": rows}
-    return summary, markdown(summary)
+    return {"files": report.files_of(files), "best_per_shape": best_per_shape(rows), "results": rows}
 
 
 def markdown(doc):

@@ -509,26 +509,24 @@ def dump_json(obj):
 
 
 def outputs(suite, records_dir):
-    """What build writes under --out, recomputed from the raw records: ({file name: JSON object or text}, the
-    forward's summary and provenance or None)."""
+    """{file name: JSON object or text}: what build writes under --out, the figures aside, from the raw records."""
     if suite == "forward":
-        summary, markdown, provenance = compute(records_dir)
-        return {"summary.json": summary, "results.md": markdown, "provenance.json": provenance}, (summary, provenance)
+        return dict(zip(("summary.json", "results.md", "provenance.json"), compute(records_dir)))
     module = importlib.import_module(suite)
-    summary, markdown = module.compute(records.load_dir(records_dir, complete=False))
-    return {"summary.json": summary, module.REPORT: markdown}, None
+    summary = module.summarize(records.load_dir(records_dir, complete=False))
+    return {"summary.json": summary, module.REPORT: module.markdown(summary)}
 
 
 def build(suite, records_dir, out):
-    files, forward = outputs(suite, records_dir)
+    files = outputs(suite, records_dir)
     os.makedirs(out, exist_ok=True)
     for name, fresh in files.items():
         with open(os.path.join(out, name), "w", encoding="utf-8") as f:
             f.write(fresh if isinstance(fresh, str) else dump_json(fresh))
-    if not forward:
+    if suite != "forward":
         print(f"built {', '.join(files)} in {out}")
         return 0
-    summary, provenance = forward
+    summary, provenance = files["summary.json"], files["provenance.json"]
     draw(provenance, out)
     for w in summary["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
@@ -568,7 +566,7 @@ def compare(committed, fresh, path, problems):
 
 
 def verify(suite, records_dir, out, tree):
-    files, forward = outputs(suite, records_dir)
+    files = outputs(suite, records_dir)
     problems = []
     for name, fresh in files.items():
         try:
@@ -584,8 +582,8 @@ def verify(suite, records_dir, out, tree):
                                              f"{name} (re-rendered)", lineterm="", n=0))
             problems.append(f"{name} differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
     passed = f"PASS: {suite}: {', '.join(files)} recomputed from {records_dir}"
-    if forward:  # the figures, the tree the records were measured on, the sessions' GPUs
-        summary, provenance = forward
+    if suite == "forward":  # the figures, the tree the records were measured on, the sessions' GPUs
+        summary, provenance = files["summary.json"], files["provenance.json"]
         problems += [f"{n}: missing" for n in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, n))]
         tree_hash = records.source_hash(tree)
         measured_on = {s["session"]: s["source_hash"] for s in summary["sessions"]}  # one per session (collect)

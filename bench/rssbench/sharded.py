@@ -15,8 +15,8 @@ fmt = functools.partial(report.fmt, none="–")  # the report's format, with thi
 ORDER = ("single_gpu", "nccl_host", "nccl_host_eager", "nccl_device", "nccl_device_lsa_barrier", "torch_distributed")
 
 
-def compute(files):
-    """(summary, markdown) of the record files [(name, sha256, doc)]."""
+def summarize(files):
+    """summary.json of the record files [(name, sha256, doc)]."""
     docs = [doc for _, _, doc in files]
     uuids = {doc["file"]: doc["context"]["uuid"].split(",") for doc in docs}
     rows = []
@@ -37,8 +37,7 @@ def compute(files):
                              f"{b['variant'].split(':', 1)[1]} ({b['detail']})"))
     rows.sort(key=lambda r: (r["rows"] * r["cols"], r["rows"], r["dtype"],
                              ORDER.index(r["variant"]) if r["variant"] in ORDER else len(ORDER), r["variant"]))
-    summary = {"files": report.files_of(files), "rows": rows}
-    return summary, markdown(summary)
+    return {"files": report.files_of(files), "rows": rows}
 
 
 def markdown(summary):
