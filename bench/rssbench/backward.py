@@ -56,8 +56,8 @@ def best_per_shape(rows):
 
 
 def summarize(files):
-    """summary.json of the record files [(name, sha256, doc)]."""
-    rows = report.suite_rows([doc for _, _, doc in files])
+    """summary.json of the loaded record files."""
+    rows = report.suite_rows(files)
     return {"files": report.files_of(files), "best_per_shape": best_per_shape(rows), "results": rows}
 
 

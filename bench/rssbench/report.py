@@ -109,8 +109,8 @@ def fastest(variants, pick):
 def collect(files):
     """Merge validated raw files: session descriptions, per-round records, and which file fed which key."""
     sessions, rounds, sources = {}, defaultdict(dict), defaultdict(set)
-    for name, _sha, doc in files:
-        s, ctx = doc["session"], doc["context"]
+    for doc in files:
+        name, s, ctx = doc["file"], doc["session"], doc["context"]
         info = sessions.setdefault(s, {"session": s, **{k: ctx[k] for k in (
             "gpu", "uuid", "source_hash", "driver", "toolkit", "sm_count")}, "fixture_hash": ctx["fixture"]["hash"],
             "fixture_seed": ctx["fixture"]["seed"], "producers": []})
@@ -139,7 +139,7 @@ def protocol_checks(files, sessions):
     if len(sessions) < 2:
         return {"sessions": len(sessions), **dict.fromkeys(keys)}
     by_producer = defaultdict(list)
-    for _n, _sha, doc in files:
+    for doc in files:
         by_producer[doc["producer"]].append(doc["context"]["config"])
     strip = lambda c: {k: v for k, v in c.items() if k != "shape_order"}  # noqa: E731
     return dict(zip(("sessions",) + keys, (
@@ -192,8 +192,8 @@ def suite_rows(docs):
 
 def files_of(files):
     """The record files of a one-session suite, for its summary: name, sha256, producer, GPU and configuration."""
-    return [{"file": name, "sha256": sha, "producer": doc["producer"], **{k: doc["context"][k] for k in (
-        "gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]} for name, sha, doc in files]
+    return [{**{k: doc[k] for k in ("file", "sha256", "producer")}, **{k: doc["context"][k] for k in (
+        "gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]} for doc in files]
 
 
 def metadata(all_recs, warnings, label):
@@ -435,8 +435,7 @@ def compute(records_dir):
     bars = bar_panels(results)
     provenance = {
         "generator": "bench/rssbench report",
-        "raw_files": [{"file": n, "sha256": sha, "session": d["session"], "producer": d["producer"]}
-                      for n, sha, d in files],
+        "raw_files": [{k: doc[k] for k in ("file", "sha256", "session", "producer")} for doc in files],
         "tables": {"summary.json": used(all_keys), "results.md#headline": used(head_keys),
                    "results.md#retention-controls": used(delta_keys), "results.md#all-variants": used(all_keys)},
         "figures": {

@@ -16,11 +16,10 @@ ORDER = ("single_gpu", "nccl_host", "nccl_host_eager", "nccl_device", "nccl_devi
 
 
 def summarize(files):
-    """summary.json of the record files [(name, sha256, doc)]."""
-    docs = [doc for _, _, doc in files]
-    uuids = {doc["file"]: doc["context"]["uuid"].split(",") for doc in docs}
+    """summary.json of the loaded record files."""
+    uuids = {doc["file"]: doc["context"]["uuid"].split(",") for doc in files}
     rows = []
-    for r in report.suite_rows(docs):
+    for r in report.suite_rows(files):
         world = r.get("world", 1)
         row = {**{k: r[k] for k in ("rows", "cols", "dtype")}, "world": world, "variant": r["variant"],
                "host_us": r.get("host_us") and round(r["host_us"], 2), "max_rel_err": r.get("max_rel_err"),
