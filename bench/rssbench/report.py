@@ -100,8 +100,7 @@ def by_shape(rows):
 
 
 def fastest(variants, pick):
-    """The row of least host_us among a shape's {variant: row} whose variant pick() accepts (a tie: the first variant
-    by name), or None."""
+    """Of a shape's {variant: row}, the least host_us whose variant pick() accepts (a tie: the first name), or None."""
     rows = [r for v, r in variants.items() if pick(v) and r.get("host_us") is not None]
     return min(rows, key=lambda r: (r["host_us"], r["variant"]), default=None)
 
