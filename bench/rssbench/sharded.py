@@ -20,10 +20,9 @@ def summarize(files):
     uuids = {doc["file"]: doc["context"]["uuid"].split(",") for doc in files}
     rows = []
     for r in report.suite_rows(files):
-        world = r.get("world", 1)
-        row = {**{k: r[k] for k in ("rows", "cols", "dtype")}, "world": world, "variant": r["variant"],
+        row = {**{k: r[k] for k in ("rows", "cols", "dtype", "world", "variant")},
                "host_us": r.get("host_us") and round(r["host_us"], 2), "max_rel_err": r.get("max_rel_err"),
-               "uuids": uuids[r["file"]][:world], "status": r.get("error", "ok"), "detail": r["label"]}
+               "uuids": uuids[r["file"]][:r["world"]], "status": r.get("error", "ok"), "detail": r["label"]}
         if "host_us" in r:  # rounded as the report prints them: the ratios below are of the printed values
             row.update(p10_us=round(r["p10_us"], 2), p90_us=round(r["p90_us"], 2), rounds=r["rounds"],
                        samples=r["samples"])
