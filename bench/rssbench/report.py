@@ -423,8 +423,8 @@ def compute(records_dir):
     def used(keys):
         """The raw files behind a set of (shape, variant) aggregates, and the aggregates themselves."""
         keys = sorted(set(keys), key=lambda k: sort_key(*k))
-        names = sorted(set().union(*(sources[k] for k in keys))) if keys else []
-        return {"raw_files": names, "aggregates": [[*k[0], k[1]] for k in keys]}
+        return {"raw_files": sorted(set().union(*(sources[k] for k in keys))),
+                "aggregates": [[*k[0], k[1]] for k in keys]}
 
     all_keys = [(shape_of(r), r["variant"]) for r in results]
     delta_keys = [k for d in deltas for k in ((shape_of(d), d["control"]), (shape_of(d), REFERENCE))]
