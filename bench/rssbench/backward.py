@@ -21,50 +21,44 @@ FLOOR_AT_LEAST_US, FLOOR_RATIO = 20.0, 1.25  # the target: within 1.25x of the f
 
 def best_per_shape(rows):
     """Per shape: the best rss strategy of each saved state and of both, against its floor and the peers."""
-    by = {(r["rows"], r["cols"], r["dtype"], r["variant"]): r for r in rows if "host_us" in r}
-    us = lambda shape, variant: by.get(shape + (variant,), {}).get("host_us")  # noqa: E731
-    for key, r in by.items():
-        saved = r["variant"].split(":")[0].endswith("_saved")  # a pilot candidate: cluster_row_saved:CONFIG
-        floor = us(key[:3], "floor_saved" if saved else "floor")
-        if floor:
-            r["ratio_to_floor"] = r["host_us"] / floor
     best = []
-    for shape in sorted({(r["rows"], r["cols"], r["dtype"]) for r in rows}):
-        entry = dict(zip(("rows", "cols", "dtype"), shape))
-        picks = {}
+    for shape, variants in sorted(report.by_shape(rows).items()):
+        us = lambda variant: variants.get(variant, {}).get("host_us")  # noqa: E731
+        for r in variants.values():
+            saved = r["variant"].split(":")[0].endswith("_saved")  # a pilot candidate: cluster_row_saved:CONFIG
+            floor = us("floor_saved" if saved else "floor")
+            if floor and "host_us" in r:
+                r["ratio_to_floor"] = r["host_us"] / floor
+        entry, picks = report.shape_fields(shape), {}
         for state, names, pilots, floor in SAVED_STATES:
-            picks[state] = [r for k, r in by.items() if k[:3] == shape and (k[3] in names or k[3].startswith(pilots))]
-            if picks[state]:
-                b = min(picks[state], key=lambda r: r["host_us"])
+            picks[state] = b = report.fastest(variants, lambda v: v in names or v.startswith(pilots))
+            if b:
                 entry.update({f"best_{state}_variant": b["variant"], f"{state}_host_us": b["host_us"],
-                              f"floor_{state}_us": us(shape, floor),
-                              f"{state}_ratio_to_floor": b.get("ratio_to_floor")})
-        if picks["y"] + picks["saved"]:
-            b = min(picks["y"] + picks["saved"], key=lambda r: r["host_us"])
-            floor = us(shape, "floor_saved" if b in picks["saved"] else "floor")
-            peer = us(shape, "torch_compile_bwd_graph")
+                              f"floor_{state}_us": us(floor), f"{state}_ratio_to_floor": b.get("ratio_to_floor")})
+        b = min(filter(None, picks.values()), key=lambda r: r["host_us"], default=None)  # a tie: reading y's
+        if b:
+            floor, peer = us("floor_saved" if b is picks["saved"] else "floor"), us("torch_compile_bwd_graph")
             entry.update(best_rss_variant=b["variant"], best_label=b["label"], host_us=b["host_us"],
-                         automatic_us=us(shape, "automatic"), automatic_saved_us=us(shape, "automatic_saved"),
+                         automatic_us=us("automatic"), automatic_saved_us=us("automatic_saved"),
                          floor_us=floor, torch_compile_bwd_graph_us=peer,
                          beats_torch_compile_bwd_graph=b["host_us"] < peer if peer else None,
-                         torch_eager_bwd_us=us(shape, "torch_eager_bwd"))
+                         torch_eager_bwd_us=us("torch_eager_bwd"))
             if floor:
                 entry.update(ratio_to_floor=b["ratio_to_floor"], floor_at_least_20us=floor >= FLOOR_AT_LEAST_US,
                              within_1_25x_of_floor=b["host_us"] <= FLOOR_RATIO * floor
                              if floor >= FLOOR_AT_LEAST_US else None)
         for mode in ("_graph", ""):
-            ours, theirs = us(shape, "rss_op_fwdbwd" + mode), us(shape, "torch_compile_fwdbwd" + mode)
+            ours, theirs = us("rss_op_fwdbwd" + mode), us("torch_compile_fwdbwd" + mode)
             entry.update({f"rss_op_fwdbwd{mode}_us": ours, f"torch_compile_fwdbwd{mode}_us": theirs,
                           f"fwdbwd{mode}_beats_torch_compile": ours < theirs if ours and theirs else None})
         best.append(entry)
     return best
 
 
-def compute(files):
-    """(summary, markdown) of the record files [(name, sha256, doc)]."""
-    rows = report.suite_rows([doc for _, _, doc in files])
-    summary = {"files": report.files_of(files), "best_per_shape": best_per_shape(rows), "results": rows}
-    return summary, markdown(summary)
+def summarize(files):
+    """summary.json of the loaded record files."""
+    rows = report.suite_rows(files)
+    return {"files": report.files_of(files), "best_per_shape": best_per_shape(rows), "results": rows}
 
 
 def markdown(doc):

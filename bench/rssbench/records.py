@@ -179,11 +179,11 @@ def load(path, complete=True):
 
 
 def load_dir(directory, complete=True):
-    """All *.json raw record files of a directory, sorted by name: [(name, sha256, normalised doc)]."""
+    """All *.json raw record files of a directory, sorted by name, loaded (each with its file name and sha256)."""
     names = sorted(n for n in os.listdir(directory) if n.endswith(".json")) if os.path.isdir(directory) else None
     _require(names is not None, directory, "no such records directory")
     _require(names, directory, "no *.json record files")
-    return [(n, doc["sha256"], doc) for n in names for doc in [load(os.path.join(directory, n), complete)]]
+    return [load(os.path.join(directory, n), complete) for n in names]
 
 
 def run_entry(name, host_us, device_us=None, **counters):

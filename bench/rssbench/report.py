@@ -91,11 +91,25 @@ def _host(r):
     return r and r["host_us"]
 
 
+def by_shape(rows):
+    """{shape: {variant: row}} of the three reports' rows, in their order."""
+    shapes = defaultdict(dict)
+    for r in rows:
+        shapes[shape_of(r)][r["variant"]] = r
+    return shapes
+
+
+def fastest(variants, pick):
+    """Of a shape's {variant: row}, the least host_us whose variant pick() accepts (a tie: the first name), or None."""
+    rows = [r for v, r in variants.items() if pick(v) and r.get("host_us") is not None]
+    return min(rows, key=lambda r: (r["host_us"], r["variant"]), default=None)
+
+
 def collect(files):
     """Merge validated raw files: session descriptions, per-round records, and which file fed which key."""
     sessions, rounds, sources = {}, defaultdict(dict), defaultdict(set)
-    for name, _sha, doc in files:
-        s, ctx = doc["session"], doc["context"]
+    for doc in files:
+        name, s, ctx = doc["file"], doc["session"], doc["context"]
         info = sessions.setdefault(s, {"session": s, **{k: ctx[k] for k in (
             "gpu", "uuid", "source_hash", "driver", "toolkit", "sm_count")}, "fixture_hash": ctx["fixture"]["hash"],
             "fixture_seed": ctx["fixture"]["seed"], "producers": []})
@@ -124,7 +138,7 @@ def protocol_checks(files, sessions):
     if len(sessions) < 2:
         return {"sessions": len(sessions), **dict.fromkeys(keys)}
     by_producer = defaultdict(list)
-    for _n, _sha, doc in files:
+    for doc in files:
         by_producer[doc["producer"]].append(doc["context"]["config"])
     strip = lambda c: {k: v for k, v in c.items() if k != "shape_order"}  # noqa: E731
     return dict(zip(("sessions",) + keys, (
@@ -177,8 +191,8 @@ def suite_rows(docs):
 
 def files_of(files):
     """The record files of a one-session suite, for its summary: name, sha256, producer, GPU and configuration."""
-    return [{"file": name, "sha256": sha, "producer": doc["producer"], **{k: doc["context"][k] for k in (
-        "gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]} for name, sha, doc in files]
+    return [{**{k: doc[k] for k in ("file", "sha256", "producer")}, **{k: doc["context"][k] for k in (
+        "gpu", "uuid", "driver", "toolkit")}, "config": doc["context"]["config"]} for doc in files]
 
 
 def metadata(all_recs, warnings, label):
@@ -212,22 +226,16 @@ def aggregate(sessions, rounds):
             "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
             "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": _mean(dev_medians),
             "device_us_sessions": dev_medians, **metadata([rec for r in recs for rec in r.values()], warnings, label)})
-    by_key = {(shape_of(r), r["variant"]): r for r in results}  # in report order, as results are
-
-    def fastest(shape, pick):
-        rs = [r for (sh, v), r in by_key.items() if sh == shape and pick(v) and r["host_us"]]
-        return min(rs, key=lambda r: (r["host_us"], r["variant"])) if rs else None
-
-    shapes = list(dict.fromkeys(sh for sh, _ in by_key))
-    limits = {shape: fastest(shape, lambda v: v in FLOORS) for shape in shapes}
+    shapes = by_shape(results)  # in report order, as results are
+    limits = {shape: fastest(variants, lambda v: v in FLOORS) for shape, variants in shapes.items()}
     for r in results:
-        peer = fastest(shape_of(r), lambda v: kind(v) == "peer")
+        peer = fastest(shapes[shape_of(r)], lambda v: kind(v) == "peer")
         r.update(ratio_to_limit=_ratio(r["host_us"], _host(limits[shape_of(r)])),
                  ratio_to_fastest_peer=_ratio(r["host_us"], _host(peer)), fastest_peer=peer and peer["variant"])
     deltas, best = [], []
-    for shape in shapes:
-        ref = by_key.get((shape, REFERENCE))
-        for control in [v for sh, v in by_key if sh == shape and kind(v) == "control"] if ref else []:
+    for shape, variants in shapes.items():
+        ref = variants.get(REFERENCE)
+        for control in [v for v in variants if kind(v) == "control"] if ref else []:
             paired = [[c[r] - m[r] for r in sorted(set(c) & set(m))] for s in sids  # by round, per session
                       for c, m in [(host_rv(s, shape, control), host_rv(s, shape, REFERENCE))]]
             per_session = [float(np.median(p)) if p else None for p in paired]
@@ -235,12 +243,12 @@ def aggregate(sessions, rounds):
             deltas.append({**shape_fields(shape), "control": control, "reference": REFERENCE, "delta_us": delta,
                            "delta_us_sessions": per_session, "pairs_sessions": [len(p) for p in paired],
                            "reference_host_us": ref["host_us"], "relative_to_reference": _ratio(delta, ref["host_us"])})
-        b = fastest(shape, lambda v: kind(v) == "strategy")
+        b = fastest(variants, lambda v: kind(v) == "strategy")
         if not b:
             continue
-        mk = fastest(shape, lambda v: v.startswith("megakernel"))
-        copy = fastest(shape, lambda v: v in FLOORS and v != MEMCPY_FLOOR)  # our fastest copy kernel
-        memcpy, cg, lf, auto = (by_key.get((shape, v)) for v in (MEMCPY_FLOOR, COMPILE_GRAPH, LOCAL_FUSION, AUTOMATIC))
+        mk = fastest(variants, lambda v: v.startswith("megakernel"))
+        copy = fastest(variants, lambda v: v in FLOORS and v != MEMCPY_FLOOR)  # our fastest copy kernel
+        memcpy, cg, lf, auto = (variants.get(v) for v in (MEMCPY_FLOOR, COMPILE_GRAPH, LOCAL_FUSION, AUTOMATIC))
         peak = HBM_PEAK_TB_S.get(sessions[0]["gpu"].strip()) if sessions else None
         tb_s = shape[0] * shape[1] * DTYPE_BYTES[shape[2]] * 2 / b["host_us"] / 1e6  # x read once, y written once
         limit = limits[shape]
@@ -415,8 +423,8 @@ def compute(records_dir):
     def used(keys):
         """The raw files behind a set of (shape, variant) aggregates, and the aggregates themselves."""
         keys = sorted(set(keys), key=lambda k: sort_key(*k))
-        names = sorted(set().union(*(sources[k] for k in keys))) if keys else []
-        return {"raw_files": names, "aggregates": [[*k[0], k[1]] for k in keys]}
+        return {"raw_files": sorted(set().union(*(sources[k] for k in keys))),
+                "aggregates": [[*k[0], k[1]] for k in keys]}
 
     all_keys = [(shape_of(r), r["variant"]) for r in results]
     delta_keys = [k for d in deltas for k in ((shape_of(d), d["control"]), (shape_of(d), REFERENCE))]
@@ -426,8 +434,7 @@ def compute(records_dir):
     bars = bar_panels(results)
     provenance = {
         "generator": "bench/rssbench report",
-        "raw_files": [{"file": n, "sha256": sha, "session": d["session"], "producer": d["producer"]}
-                      for n, sha, d in files],
+        "raw_files": [{k: doc[k] for k in ("file", "sha256", "session", "producer")} for doc in files],
         "tables": {"summary.json": used(all_keys), "results.md#headline": used(head_keys),
                    "results.md#retention-controls": used(delta_keys), "results.md#all-variants": used(all_keys)},
         "figures": {
@@ -500,26 +507,24 @@ def dump_json(obj):
 
 
 def outputs(suite, records_dir):
-    """What build writes under --out, recomputed from the raw records: ({file name: JSON object or text}, the
-    forward's summary and provenance or None)."""
+    """{file name: JSON object or text}: what build writes under --out, the figures aside, from the raw records."""
     if suite == "forward":
-        summary, markdown, provenance = compute(records_dir)
-        return {"summary.json": summary, "results.md": markdown, "provenance.json": provenance}, (summary, provenance)
+        return dict(zip(("summary.json", "results.md", "provenance.json"), compute(records_dir)))
     module = importlib.import_module(suite)
-    summary, markdown = module.compute(records.load_dir(records_dir, complete=False))
-    return {"summary.json": summary, module.REPORT: markdown}, None
+    summary = module.summarize(records.load_dir(records_dir, complete=False))
+    return {"summary.json": summary, module.REPORT: module.markdown(summary)}
 
 
 def build(suite, records_dir, out):
-    files, forward = outputs(suite, records_dir)
+    files = outputs(suite, records_dir)
     os.makedirs(out, exist_ok=True)
     for name, fresh in files.items():
         with open(os.path.join(out, name), "w", encoding="utf-8") as f:
             f.write(fresh if isinstance(fresh, str) else dump_json(fresh))
-    if not forward:
+    if suite != "forward":
         print(f"built {', '.join(files)} in {out}")
         return 0
-    summary, provenance = forward
+    summary, provenance = files["summary.json"], files["provenance.json"]
     draw(provenance, out)
     for w in summary["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
@@ -559,7 +564,7 @@ def compare(committed, fresh, path, problems):
 
 
 def verify(suite, records_dir, out, tree):
-    files, forward = outputs(suite, records_dir)
+    files = outputs(suite, records_dir)
     problems = []
     for name, fresh in files.items():
         try:
@@ -575,8 +580,8 @@ def verify(suite, records_dir, out, tree):
                                              f"{name} (re-rendered)", lineterm="", n=0))
             problems.append(f"{name} differs from the re-rendered text:\n    " + "\n    ".join(diff[:40]))
     passed = f"PASS: {suite}: {', '.join(files)} recomputed from {records_dir}"
-    if forward:  # the figures, the tree the records were measured on, the sessions' GPUs
-        summary, provenance = forward
+    if suite == "forward":  # the figures, the tree the records were measured on, the sessions' GPUs
+        summary, provenance = files["summary.json"], files["provenance.json"]
         problems += [f"{n}: missing" for n in ("bars.png", "controls.png") if not os.path.isfile(os.path.join(out, n))]
         tree_hash = records.source_hash(tree)
         measured_on = {s["session"]: s["source_hash"] for s in summary["sessions"]}  # one per session (collect)

@@ -147,8 +147,9 @@ def announce(args, label, why):
              args.raw, args.results), file=sys.stderr, flush=True)
 
 
-def run_session(args, session, bench, gpu, env, why):
+def run_session(args, session, bench, gpu, why):
     """One session: rss_bench, the torch peers unless why says they cannot run, then the completed context."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu else None  # a UUID pin stays as it was
     order = "forward" if session % 2 == 1 else "reverse"  # even sessions reverse the shape order
     print(f"== session {session} (shape order {order}{', on ' + gpu if gpu else ''})", file=sys.stderr, flush=True)
     clocks_start = nvidia_smi(CLOCKS, gpu)
@@ -194,9 +195,7 @@ def main(argv):
         print("== warning: one GPU for %d sessions; the protocol wants each on its own GPU (report verify fails "
               "otherwise): run the next session on another GPU with --sessions N" % len(args.sessions), file=sys.stderr)
     for session in args.sessions:
-        gpu = gpus[session]
-        run_session(args, session, bench, gpu, dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu and pinned is None
-                    else None, why)
+        run_session(args, session, bench, gpus[session], why)
     if args.no_report:
         return 0
     rc = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw, "--out", args.results]

@@ -15,43 +15,31 @@ fmt = functools.partial(report.fmt, none="–")  # the report's format, with thi
 ORDER = ("single_gpu", "nccl_host", "nccl_host_eager", "nccl_device", "nccl_device_lsa_barrier", "torch_distributed")
 
 
-def compute(files):
-    """(summary, markdown) of the record files [(name, sha256, doc)]."""
-    docs = [doc for _, _, doc in files]
-    uuids = {doc["file"]: doc["context"]["uuid"].split(",") for doc in docs}
+def summarize(files):
+    """summary.json of the loaded record files."""
+    uuids = {doc["file"]: doc["context"]["uuid"].split(",") for doc in files}
     rows = []
-    for r in report.suite_rows(docs):
-        world = r.get("world", 1)
-        row = {**{k: r[k] for k in ("rows", "cols", "dtype")}, "world": world, "variant": r["variant"],
+    for r in report.suite_rows(files):
+        row = {**{k: r[k] for k in ("rows", "cols", "dtype", "world", "variant")},
                "host_us": r.get("host_us") and round(r["host_us"], 2), "max_rel_err": r.get("max_rel_err"),
-               "uuids": uuids[r["file"]][:world], "status": r.get("error", "ok"), "detail": r["label"]}
+               "uuids": uuids[r["file"]][:r["world"]], "status": r.get("error", "ok"), "detail": r["label"]}
         if "host_us" in r:  # rounded as the report prints them: the ratios below are of the printed values
             row.update(p10_us=round(r["p10_us"], 2), p90_us=round(r["p90_us"], 2), rounds=r["rounds"],
                        samples=r["samples"])
         rows.append(row)
-    best = {}  # single_gpu: the fastest accurate candidate per shape and dtype
-    for row in rows:
-        err, key = row["max_rel_err"], (row["rows"], row["cols"], row["dtype"])
-        if (row["variant"].startswith("single_gpu:") and row["host_us"] is not None and err is not None
-                and err <= 2 * TOLERANCE[row["dtype"]] and (key not in best or row["host_us"] < best[key]["host_us"])):
-            best[key] = row
-    rows += [dict(row, variant="single_gpu", detail=f"fastest single-GPU rss strategy: "
-                  f"{row['variant'].split(':', 1)[1]} ({row['detail']})") for row in best.values()]
+    accurate = [r for r in rows if r["max_rel_err"] is not None and r["max_rel_err"] <= 2 * TOLERANCE[r["dtype"]]]
+    for variants in report.by_shape(accurate).values():  # single_gpu: the fastest accurate candidate
+        b = report.fastest(variants, lambda v: v.startswith("single_gpu:"))
+        if b:
+            rows.append(dict(b, variant="single_gpu", detail=f"fastest single-GPU rss strategy: "
+                             f"{b['variant'].split(':', 1)[1]} ({b['detail']})"))
     rows.sort(key=lambda r: (r["rows"] * r["cols"], r["rows"], r["dtype"],
                              ORDER.index(r["variant"]) if r["variant"] in ORDER else len(ORDER), r["variant"]))
-    summary = {"files": report.files_of(files), "rows": rows}
-    return summary, markdown(summary)
+    return {"files": report.files_of(files), "rows": rows}
 
 
 def markdown(summary):
     rows = summary["rows"]
-    shapes = list(dict.fromkeys((r["rows"], r["cols"], r["dtype"]) for r in rows))
-    get = {(r["rows"], r["cols"], r["dtype"], r["variant"]): r for r in rows}
-
-    def field(key, variant, name="host_us"):
-        r = get.get(key + (variant,))
-        return r.get(name) if r and r["status"] == "ok" else None
-
     gpus = next((f["config"].get("gpus") for f in summary["files"] if f["config"].get("gpus")), "?")
     out = [f"## Rows sharded over {max((r['world'] for r in rows), default=0)} GPUs", "",
            f"Host completion time of warm calls (launch on every GPU used, then synchronise each), microseconds: "
@@ -63,27 +51,28 @@ def markdown(summary):
            f"of squares, all-gather, local exp-sum, all-reduce, normalise; the slowest rank per sample). Made by "
            f"`bench/rssbench report build --suite sharded` from `bench/results/sharded/raw/`.", ""]
     lines, targets = [], []
-    for key in shapes:
-        s, strat = get.get(key + ("single_gpu",)), "?"
+    for key, variants in report.by_shape(rows).items():
+        ok = {v: r for v, r in variants.items() if r["status"] == "ok"}  # a refused variant has no numbers
+        s, strat = variants.get("single_gpu"), "?"
         if s:  # "fastest single-GPU rss strategy: NAME (ran STRATEGY)"
             name = s["detail"].split(": ", 1)[1].split(" (")[0]
             ran = s["detail"].rsplit("ran ", 1)[-1].rstrip(")")
             strat = name if ran == name else f"{name}: {ran}"
-        sv, hv, dv, bv, tv = (field(key, v) for v in ("single_gpu", "nccl_host", "nccl_device",
-                                                      "nccl_device_lsa_barrier", "torch_distributed"))
+        sv, hv, dv, bv, tv = (ok.get(v, {}).get("host_us") for v in ("single_gpu", "nccl_host", "nccl_device",
+                                                                      "nccl_device_lsa_barrier", "torch_distributed"))
         two_gpu = [(v, n) for v, n in ((hv, "nccl_host"), (dv, "nccl_device")) if v is not None]
         v, n = min(two_gpu) if two_gpu else (None, "–")
         ratio = v / sv if v is not None and sv else None  # the best 2-GPU time over the single-GPU time
-        cells = [fmt(t, none="refused" if get.get(key + (variant,)) else "–")
+        cells = [fmt(t, none="refused" if variant in variants else "–")
                  for t, variant in ((dv, "nccl_device"), (bv, "nccl_device_lsa_barrier"))]
-        errs = ", ".join(fmt(field(key, v, "max_rel_err"), ".2g") for v in ("nccl_host", "nccl_device"))
+        errs = ", ".join(fmt(ok.get(v, {}).get("max_rel_err"), ".2g") for v in ("nccl_host", "nccl_device"))
         lines.append([f"{key[0]} x {key[1]}", key[2], f"{fmt(sv)} ({strat})", fmt(hv), *cells, fmt(tv),
                       f"{fmt(ratio, '.3f')}x", errs])
         shape = report.shape_name(key)
         if key[:2] in LATENCY_SHAPES:
-            ok = None not in (hv, dv, tv) and dv < hv < tv
+            met = None not in (hv, dv, tv) and dv < hv < tv
             targets.append(f"- {shape}: nccl_device {fmt(dv)} < nccl_host {fmt(hv)} < torch_distributed {fmt(tv)}: "
-                           f"{'met' if ok else 'missed'}")
+                           f"{'met' if met else 'missed'}")
         elif key[:2] in BANDWIDTH_SHAPES:
             targets.append(f"- {shape}: best 2-GPU ({n}) {fmt(v)} / single_gpu {fmt(sv)} = {fmt(ratio, '.3f')}x: "
                            f"{'met' if ratio is not None and ratio <= 0.6 else 'missed'}")
