@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Backward bench: a session of rss_backward_bench (the backward strategies and the floors; records rss-records/2), then
 # the torch peers (rssbench peers --suite backward: torch autograd backward, eager and compiled, with graph replay;
-# forward+backward through the PyTorch operator against torch.compile), then the report (rssbench report --suite
-# backward).
+# forward+backward through the PyTorch operator against torch.compile), then the report (rssbench report build
+# --suite backward).
 # Builds nothing: the bench binary must exist.
 #
 #   bash bench/backward/run.sh OUTDIR
