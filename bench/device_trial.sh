@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A helper for running a series of checks or measurements on this machine's GPU, each with a time limit and
-# its own log, with a one-line summary each. Source it, then call step once per check:
+# Runs a series of checks or measurements on this machine's GPU, each with a time limit and its own log, with
+# a one-line summary each. Source it, then call step once per check:
 #
 #   OUT=/tmp/my-logs source bench/device_trial.sh      # from the repository root; OUT default /tmp/rss-out
 #   step 1800 gpu_tests bash tests/run_gpu_checks.sh build /tmp/rss-gpu-logs

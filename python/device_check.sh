@@ -12,6 +12,7 @@
 # Usage: bash python/device_check.sh OUT [install] [test] [eager] [eager-bf16] [eager-fp32] [editable]
 # RSS_TORCH_VENV (default build-torch/venv, ignored by git) is where the venv lives between steps.
 set -uo pipefail
+case "${1-}" in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac  # this header
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 [ $# -ge 1 ] || { echo "usage: bash python/device_check.sh OUT [install] [test] [eager] [editable]" >&2; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)

@@ -3,7 +3,7 @@
 # and runs the tests. With a GPU it runs everything; without one it runs the CPU tests and says which
 # GPU tests (label gpu) were not run. Where python3 has torch with a GPU, it also builds the PyTorch package
 # (python/) and runs its tests; elsewhere it says why not. RSS_BUILD_DIR picks the build folder (default build).
-# On 2 cores: the host-only tests answer after about a minute; the whole build takes about 12 minutes.
+# On 2 cores: the host-only tests answer after about a minute; the whole build takes 12 to 15 minutes.
 set -euo pipefail
 case "${1-}" in
   "") ;;

@@ -10,6 +10,7 @@
 # folder, all; tests or sanitizers runs one half: with two GPUs run both at once, each with its own
 # CUDA_VISIBLE_DEVICES)
 set -u -o pipefail
+case "${1-}" in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac  # this header
 build=${1:-build}
 logs=${2:-.}
 part=${3:-all}

@@ -7,6 +7,7 @@
 #   then: bench/ab/run.sh OUT_DIR/old OUT_DIR/new RESULTS [ROUNDS] [FORWARD] [BACKWARD] [STATISTICS]
 # The earlier commit is checked out in a temporary git worktree, removed at the end; builds go under OUT_DIR/build.
 set -euo pipefail
+case "${1-}" in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac  # this header
 old_commit=${1:?OLD_COMMIT}
 out=${2:?OUT_DIR}
 arch=${3:-90}

@@ -20,6 +20,7 @@
 # that a later call adds rounds to an earlier one's folder.
 # Then: python3 bench/rssbench ab OUT_DIR  (medians and spread per benchmark, new against old).
 set -u -o pipefail
+case "${1-}" in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac  # this header
 old=${1:?OLD_DIR}
 new=${2:?NEW_DIR}
 out=${3:?OUT_DIR}

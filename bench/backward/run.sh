@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Backward bench: a session of rss_backward_bench (the backward strategies and the floors; records rss-records/2), then
 # the torch peers (rssbench peers --suite backward: torch autograd backward, eager and compiled, with graph replay;
-# forward+backward through the PyTorch operator against torch.compile), then the report (rssbench report --suite
-# backward).
+# forward+backward through the PyTorch operator against torch.compile), then the report (rssbench report build
+# --suite backward).
 # Builds nothing: the bench binary must exist.
 #
 #   bash bench/backward/run.sh OUTDIR
@@ -14,6 +14,7 @@
 # Writes OUTDIR/raw/rss_backward.json, OUTDIR/raw/peers.json (an interrupted peers run: the shapes it finished),
 # OUTDIR/summary.json, OUTDIR/results.md and the logs.
 set -uo pipefail
+case "${1-}" in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac  # this header
 out=${1:?usage: bench/backward/run.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -10,6 +10,7 @@ and the report in bench/results/. Any option given overrides the preset.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,6 +111,13 @@ def parse_args(ap, argv):
             setattr(args, key, value)
     if args.rounds < 1 or args.iterations < 1 or any(s < 1 for s in args.sessions):
         ap.error("--rounds, --iterations and session numbers must be >= 1")
+    # Judged here, not by rss_bench after the build: each shape runs in every --dtypes type, so it names none.
+    bad = [s for s in args.shapes.split(",") if not re.fullmatch(r"0*[1-9]\d*x0*[1-9]\d*", s)]
+    if bad:
+        ap.error("--shapes: bad shape '%s' (want ROWSxCOLS, e.g. 4096x4096; the types come from --dtypes)" % bad[0])
+    bad = [d for d in args.dtypes.split(",") if d not in records.DTYPES]
+    if bad:
+        ap.error("--dtypes: unknown storage type '%s' (want a comma list of %s)" % (bad[0], ", ".join(records.DTYPES)))
     return args
 
 

@@ -560,7 +560,8 @@ class SessionTest(unittest.TestCase):
             self.assertIn(needle, p.stdout)
         self.assertNotIn("--build", p.stdout)  # bench.sh builds; RSS_BUILD_DIR names the folder
         for args, needle in ((["--bogus"], "unrecognized arguments: --bogus"), (["--full", "--rounds", "0"], ">= 1"),
-                             (["--build", "x"], "RSS_BUILD_DIR")):
+                             (["--build", "x"], "RSS_BUILD_DIR"), (["--shapes", "4096x4096:bf16"], "bad shape"),
+                             (["--shapes", "0x8"], "bad shape"), (["--dtypes", "fp64"], "unknown storage type")):
             p = subprocess.run(["bash", sh, *args], capture_output=True, text=True)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn(needle, p.stderr)

@@ -4,6 +4,7 @@
 # BINDIR holds rss_sharded_gpu_tests, rss_sharded_mp_tests and rss_sharded_bench built for this machine.
 # NVLink multicast stays off in every process started from here.
 set -uo pipefail
+case "${1-}" in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac  # this header
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 bin=$1 out=$2 what=${3:-all}
 shift 3 || shift $#

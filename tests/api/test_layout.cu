@@ -441,7 +441,7 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
   // Exact fits (every block share is threads x elems), whole vectors, and odd widths: each kernel
   // instantiation (exact fit, whole vectors, checked) runs.
   for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131072}, {2, 8192}, {4, 70000}, {5, 4097}, {3, 70001}}) {
-    const auto [rows, cols] = shape;
+    const std::int64_t rows = shape.first, cols = shape.second;  // a lambda capturing bindings would be C++20
     const Strided<float> p(Layout::contiguous(rows, cols), rss_test::fresh_seed());
     rss_test::DeviceBuffer x(p.x.size() * sizeof(float)), y(p.x.size() * sizeof(float));
     RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));

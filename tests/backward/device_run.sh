@@ -8,6 +8,7 @@
 # The PyTorch tests need the rss_torch package importable (pip install --no-build-isolation ./python).
 # Each step's log goes to OUTDIR.
 set -u
+case "${1-}" in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac  # this header
 build=${1:?usage: tests/backward/device_run.sh BUILD_DIR OUTDIR [tests] [pytest] [bench]}
 out=${2:?usage: tests/backward/device_run.sh BUILD_DIR OUTDIR [tests] [pytest] [bench]}
 shift 2
