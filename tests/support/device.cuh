@@ -36,9 +36,9 @@ class DeviceBuffer {
   std::size_t bytes_;
 };
 
-/// Fills a buffer with 0xFF bytes: NaN for every floating type, so an unwritten element fails.
-/// Fills b with 0xFF bytes (NaN in every storage type) and waits for the fill: cudaMemset runs on the legacy
-/// default stream, which does not order it before work on the non-blocking streams some tests run on.
+/// Fills b with 0xFF bytes (NaN in every storage type, so an unwritten element fails) and waits for the fill:
+/// cudaMemset runs on the legacy default stream, which does not order it before work on the non-blocking streams
+/// some tests run on.
 inline void poison(const DeviceBuffer& b) {
   RSS_TEST_CUDA(cudaMemset(b.get(), 0xFF, b.bytes()));
   RSS_TEST_CUDA(cudaDeviceSynchronize());

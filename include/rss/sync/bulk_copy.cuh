@@ -41,16 +41,9 @@ class BulkTileLoads {
 #endif
   }
 
-  /// The same, with an L2 cache policy on the reads (PTX createpolicy: e.g. evict_first for bytes read once).
-  __device__ void issue(int i, void* dst, const void* src, std::uint32_t bytes, std::uint64_t policy) {
-#if RSS_CLUSTER_DEVICE_CODE
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-    issue_fenced(i, dst, src, bytes, policy);
-#endif
-  }
-
-  /// issue() with a policy, without its proxy fence: for a caller that issues several copies after one fence
-  /// (fence.proxy.async after the block's last accesses of every dst, and a block barrier between them).
+  /// The same with an L2 cache policy on the reads (PTX createpolicy: e.g. evict_first for bytes read once) and
+  /// without the proxy fence: for a caller that issues several copies after one fence.proxy.async, made after the
+  /// block's last accesses of every dst (and a block barrier between them).
   __device__ void issue_fenced(int i, void* dst, const void* src, std::uint32_t bytes, std::uint64_t policy) {
 #if RSS_CLUSTER_DEVICE_CODE
     (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
