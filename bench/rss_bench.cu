@@ -167,13 +167,12 @@ void run_variant(benchmark::State& st, const Shape& shape, const std::string& va
 }  // namespace
 
 int main(int argc, char** argv) {
-  suite_defaults("rss_bench", forward_shapes, "fp32,bf16,fp16", 10, 30, 5, "records.json");
-  Suite suite{"forward",
-              "rss_bench: the forward benchmark suite of rss's rms_scaled_softmax (Google Benchmark): every rss\n"
+  Suite suite{forward_program,
+              "the forward benchmark suite of rss's rms_scaled_softmax (Google Benchmark): every rss\n"
               "strategy, the megakernel's retention controls and floors copying the same bytes.",
               "measure the tuning candidates (every cluster_row configuration that fits, the megakernels,\n"
-              "                         block_row, local_fusion, `heuristic`) instead of the strategies; with\n"
-              "                         --session, records for bench/rssbench tune",
+              "block_row, local_fusion, `heuristic`) instead of the strategies; with\n"
+              "--session, records for bench/rssbench tune",
               {}};
   suite.pilot_needs_device = true;
   suite.variants = [](const Shape& s) { return names_of(variants_for(s)); };

@@ -269,13 +269,12 @@ void run_variant(benchmark::State& st, const Shape& shape, const std::string& va
 }  // namespace
 
 int main(int argc, char** argv) {
-  suite_defaults("rss_backward_bench", backward_shapes, "fp32,bf16", 3, 50, 10, "rss_backward.json");
-  Suite suite{"backward",
-              "rss_backward_bench: the backward benchmark suite of rss's rms_scaled_softmax (Google Benchmark): the\n"
+  Suite suite{backward_program,
+              "the backward benchmark suite of rss's rms_scaled_softmax (Google Benchmark): the\n"
               "backward strategies of both saved states against floors moving the same bytes.",
               "add cluster_row and cluster_row_saved under every configuration that holds the row\n"
-              "                         (cluster_row:THREADSxELEMSxCLUSTER)",
-              {{"--check", "--check=0|1            check each strategy's dx against the double reference first (default 1)",
+              "(cluster_row:THREADSxELEMSxCLUSTER)",
+              {{"--check", "0|1", "check each strategy's dx against the double reference first (default 1)",
                 [](const std::string& v) { return v == "0" || v == "1" ? std::string() : "wants 0 or 1, got '" + v + "'"; }}}};
   suite.variants = [](const Shape& s) { return names_of(variants_for(s)); };
   suite.run = run_variant;

@@ -8,7 +8,7 @@
 
 namespace rss_bench {
 
-inline const char* program_name = "rss_bench";  // set by each program's main()
+inline const char* program_name = "rss_bench";  // run_suite sets it from the suite's Program
 
 [[noreturn]] inline void die(const char* what, cudaError_t err) {
   std::fprintf(stderr, "%s: %s: %s\n", program_name, what, cudaGetErrorString(err));

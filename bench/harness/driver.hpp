@@ -29,18 +29,6 @@ namespace rss_bench {
 inline cudaStream_t g_stream = nullptr;
 inline int g_sm_count = 0;
 
-/// A suite's program name and defaults (what its --help shows).
-inline void suite_defaults(const char* program, const char* shapes, const char* dtypes, int rounds, int iterations,
-                           int warmup, const char* out) {
-  program_name = program;
-  g_options.shapes = shapes;
-  g_options.dtypes = dtypes;
-  g_options.rounds = rounds;
-  g_options.iterations = iterations;
-  g_options.warmup = warmup;
-  g_options.out = out;
-}
-
 /// The names of a suite's variants (anything with a `name`).
 template <class Variants>
 std::vector<std::string> names_of(const Variants& variants) {
@@ -60,10 +48,12 @@ State& current_shape(std::unique_ptr<State>& current, const Shape& shape, Make&&
   return *current;
 }
 
+/// What a program hands run_suite: its Program (name and defaults, options.hpp), its help texts and flags, brace-
+/// initialised in main(); then its callbacks, set by name.
 struct Suite {
-  const char* suite;       // forward | backward | sharded (the records' context.suite)
-  const char* about;       // the first lines of --help
-  std::string pilot_help;  // "" when the suite has no --pilot
+  Program program;
+  const char* about;       // the first lines of --help, after "PROGRAM: "
+  std::string pilot_help;  // "" when the suite has no --pilot; lines after the first are indented by print_help
   std::vector<ExtraFlag> flags;
   bool pilot_needs_device = false;  // the pilot's candidates depend on the device's limits
   std::function<std::vector<std::string>(const Shape&)> variants;
@@ -177,7 +167,7 @@ inline void add_session_context(const Suite& s) {
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   const std::pair<const char*, std::string> context[] = {
-      {"schema", "rss-records/2"}, {"producer", program_name}, {"suite", s.suite},
+      {"schema", "rss-records/2"}, {"producer", program_name}, {"suite", s.program.suite},
       {"session", std::to_string(o.session)}, {"gpu", prop.name}, {"uuid", uuids},
       {"driver", "cuda " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10)},
       {"toolkit", std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10)},
@@ -206,9 +196,16 @@ inline std::string no_device_reason(cudaError_t err) {
 
 /// The whole program: flags (before any device work), the device check, the runs, the records.
 inline int run_suite(Suite& s, int argc, char** argv) {
-  const Options defaults = g_options;
-  const bool help = parse_options(&argc, argv, s.flags, !s.pilot_help.empty());
+  program_name = s.program.name;
   Options& o = g_options;
+  o.shapes = s.program.shapes;
+  o.dtypes = s.program.dtypes;
+  o.rounds = s.program.rounds;
+  o.iterations = s.program.iterations;
+  o.warmup = s.program.warmup;
+  o.out = s.program.out;
+  const Options defaults = o;  // before the flags: what --help shows
+  const bool help = parse_options(&argc, argv, s.flags, !s.pilot_help.empty());
   // A session's records are Google Benchmark's JSON reporter's output, written to --out.
   std::vector<char*> args(argv, argv + argc);
   std::string out_flag = "--benchmark_out=" + o.out, format_flag = "--benchmark_out_format=json";
@@ -242,7 +239,7 @@ inline int run_suite(Suite& s, int argc, char** argv) {
   }
   if (!have_device) {
     std::fprintf(stderr, "%s: no CUDA device (%s). The %s suite needs an NVIDIA GPU%s; nothing was run.\n", program_name,
-                 no_device_reason(err).c_str(), s.suite,
+                 no_device_reason(err).c_str(), s.program.suite,
                  o.list_tests ? " (so does listing the pilot's candidates: they depend on the device)" : "");
     return 2;
   }

@@ -33,9 +33,29 @@ struct Options {
 
 inline Options g_options;
 
-/// A suite's own valued flag: its name ("--check"), its help line, and a check of a value ("" when good).
+/// A bench program: its name, its suite and its defaults of the shared flags (run_suite puts them into g_options
+/// before the flags are read; --help shows them).
+struct Program {
+  const char* name;   // messages, --help, the records' context.producer
+  const char* suite;  // forward | backward | sharded: the records' context.suite
+  const char* shapes;
+  const char* dtypes;
+  int rounds, iterations, warmup;
+  const char* out;
+};
+
+// The three programs side by side, as docs/protocol.md lists their defaults.
+inline constexpr Program forward_program{
+    "rss_bench", "forward", forward_shapes, "fp32,bf16,fp16", 10, 30, 5, "records.json"};
+inline constexpr Program backward_program{
+    "rss_backward_bench", "backward", backward_shapes, "fp32,bf16", 3, 50, 10, "rss_backward.json"};
+inline constexpr Program sharded_program{
+    "rss_sharded_bench", "sharded", sharded_shapes, "fp32,bf16", 5, 20, 5, "sharded_records.json"};
+
+/// A suite's own valued flag: its name ("--check"), the form of its value in --help ("0|1"), its help text, and a
+/// check of a value ("" when good).
 struct ExtraFlag {
-  std::string name, help;
+  std::string name, value, help;
   std::function<std::string(const std::string&)> check;
 };
 
@@ -166,10 +186,21 @@ inline bool parse_options(int* argc, char** argv, const std::vector<ExtraFlag>& 
   return help;
 }
 
-/// The flags every suite shares, with this suite's defaults, then its own; then Google Benchmark's.
+/// A suite's flag in --help: the flag in the column of the shared ones, its text beside it, the text's later lines
+/// indented to that column (so a suite's texts carry no layout).
+inline void print_flag(const std::string& flag, const std::string& text) {
+  const std::string column(25, ' ');  // where the shared flags' texts start
+  std::string indented;
+  for (const char c : text) indented += c == '\n' ? "\n" + column : std::string(1, c);
+  std::printf("  %-22s %s\n", flag.c_str(), indented.c_str());
+}
+
+/// The flags every suite shares, with this suite's defaults, then its own; then Google Benchmark's. `about` follows
+/// "PROGRAM: ".
 inline void print_help(const char* about, const std::string& pilot_help, const std::vector<ExtraFlag>& extra,
                        const Options& d) {
-  std::printf("%s\n\nUsage: %s [%s flags] [Google Benchmark flags]\n\n", about, program_name, program_name);
+  std::printf("%s: %s\n\nUsage: %s [%s flags] [Google Benchmark flags]\n\n", program_name, about, program_name,
+              program_name);
   std::printf(
       "Without --session or --out: suite mode, every shape x variant in Google Benchmark's own loop (its flags apply:\n"
       "--benchmark_filter, --benchmark_format, ...), no records. With --session=N (or --out=FILE: session 1): one\n"
@@ -190,8 +221,8 @@ inline void print_help(const char* about, const std::string& pilot_help, const s
       "  --dtypes=LIST          storage types of the bare shapes, comma list of fp32, bf16, fp16 (default %s)\n",
       program_name, d.out.c_str(), d.rounds, d.iterations, d.warmup, static_cast<unsigned long long>(d.seed),
       static_cast<unsigned long long>(d.fixture_seed), d.shapes.c_str(), d.dtypes.c_str());
-  if (!pilot_help.empty()) std::printf("  --pilot                %s\n", pilot_help.c_str());
-  for (const ExtraFlag& f : extra) std::printf("  %s\n", f.help.c_str());
+  if (!pilot_help.empty()) print_flag("--pilot", pilot_help);
+  for (const ExtraFlag& f : extra) print_flag(f.name + "=" + f.value, f.help);
   std::printf(
       "  --help, -h             this help (needs no GPU)\n\n"
       "Main metric: host completion time of a warm call (launch to completion seen on the host), one sample per\n"

@@ -377,13 +377,12 @@ std::string names_check(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  suite_defaults("rss_sharded_bench", sharded_shapes, "fp32,bf16", 5, 20, 5, "sharded_records.json");
-  Suite suite{"sharded",
-              "rss_sharded_bench: rss's rms_scaled_softmax with rows split over the GPUs of one machine (one process,\n"
+  Suite suite{sharded_program,
+              "rss's rms_scaled_softmax with rows split over the GPUs of one machine (one process,\n"
               "ncclCommInitAll), against the best rss strategy on the whole row on one GPU (Google Benchmark).",
               "",
-              {{"--skip", "--skip=LIST            variants not measured, comma list (recorded as skipped)", names_check},
-               {"--world", "--world=N              GPUs to split the columns over, 1 to 8 (default: every GPU, at most 8)",
+              {{"--skip", "LIST", "variants not measured, comma list (recorded as skipped)", names_check},
+               {"--world", "N", "GPUs to split the columns over, 1 to 8 (default: every GPU, at most 8)",
                 [](const std::string& v) {
                   long long n = 0;
                   return integer_error(v, 1, 8, &n);
