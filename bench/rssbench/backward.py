@@ -1,9 +1,5 @@
-"""The backward suite's report (bench/results/backward/): summary.json and results.md from the raw records alone.
-
-Run by `python3 bench/rssbench report build|verify --suite backward` (bench/backward/run.sh builds it); definitions:
-docs/protocol.md ("The tools in detail"). Records: rss_backward_bench's and the torch peers' (`rssbench peers --suite
-backward`), rss-records/2.
-"""
+"""The backward suite's report (bench/results/backward/): summary.json and results.md from the raw records alone
+(`report build|verify --suite backward`; definitions: docs/protocol.md, "Backward report")."""
 import functools
 
 import report

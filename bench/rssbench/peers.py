@@ -5,8 +5,7 @@
     python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
 
 One timing core, the operator a parameter; variants, timing, accuracy and records: docs/protocol.md ("The tools in
-detail"). No torch or CUDA: exit 3.
-"""
+detail"). No torch or CUDA: exit 3."""
 import argparse
 import math
 import os
@@ -68,17 +67,6 @@ def sharded_composed(x, cols, world):
     z = e.sum(dim=1)
     dist.all_reduce(z)
     return (e / z[:, None]).to(x.dtype)
-
-
-def random_input(rows, cols, dtype, seed):
-    """x from a CUDA generator seeded by (seed, shape), the same on every rank: as rss_sharded_bench's input, row i is
-    s_i (u + o_i), s_i in [0.25, 4), o_i in [-2, 2), u in [-4, 4), never zero."""
-    gen = torch.Generator(device="cuda").manual_seed(seed + rows * 1000003 + cols)
-    u = lambda *shape: torch.rand(shape, generator=gen, device="cuda")  # noqa: E731
-    s, o = 0.25 + 3.75 * u(rows, 1), 4 * u(rows, 1) - 2
-    x = (s * (8 * u(rows, cols) - 4 + o)).to(dtype)
-    x[x == 0] = 1e-3
-    return x
 
 
 def capture(fn, stream, warmup):
@@ -181,8 +169,13 @@ class Sharded(Forward):
         dist.barrier()
         torch.cuda.synchronize()
 
-    def prepare(self, rows, cols, dtype):
-        x = random_input(rows, cols, dtype, self.args.fixture_seed)
+    def prepare(self, rows, cols, dtype):  # x: from a CUDA generator seeded by (seed, shape), the same on every rank;
+        # as in rss_sharded_bench, row i is s_i (u + o_i), s_i in [0.25, 4), o_i in [-2, 2), u in [-4, 4), never zero
+        gen = torch.Generator(device="cuda").manual_seed(self.args.fixture_seed + rows * 1000003 + cols)
+        u = lambda *shape: torch.rand(shape, generator=gen, device="cuda")  # noqa: E731
+        s, o = 0.25 + 3.75 * u(rows, 1), 4 * u(rows, 1) - 2
+        x = (s * (8 * u(rows, cols) - 4 + o)).to(dtype)
+        x[x == 0] = 1e-3
         self.widths = [cols // self.world + (r < cols % self.world) for r in range(self.world)]
         c0 = sum(self.widths[:self.rank])
         self.x, self.cols = x[:, c0:c0 + self.widths[self.rank]].contiguous(), cols

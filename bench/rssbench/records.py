@@ -1,7 +1,6 @@
 """Raw records: the one reader of Google Benchmark's JSON, the schema rss adds to it, the source hash.
 
-Schema rss-records/2, load()'s normalised form and the source hash: docs/protocol.md ("The tools in detail").
-"""
+Schema rss-records/2, load()'s normalised form and the source hash: docs/protocol.md ("The tools in detail")."""
 import hashlib
 import json
 import math

@@ -1,12 +1,9 @@
-"""Runs measurement sessions of the project's protocol (docs/protocol.md), then the report.
-
-    python3 bench/rssbench session --build build-bench [--protocol quick|full] [options]     (scripts/bench.sh)
+"""Runs measurement sessions of the project's protocol (docs/protocol.md), then the report (for scripts/bench.sh).
 
 Each session (on its own GPU when there are several): rss_bench, then the torch peers when torch with CUDA is
 importable, then the raw records' context is completed (source hash, driver, clocks, fixture hash). quick: records
 and report under BUILD/quick/, never over the committed results; full: bench/results/raw/session<N>_{rss,torch}.json
-and the report in bench/results/. Any option given overrides the preset.
-"""
+and the report in bench/results/. Any option given overrides the preset."""
 import argparse
 import json
 import os

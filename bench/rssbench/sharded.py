@@ -1,8 +1,5 @@
-"""The sharded suite's report (bench/results/sharded/): summary.json and report.md from the raw records alone.
-
-Run by `python3 bench/rssbench report build|verify --suite sharded`; definitions: docs/protocol.md ("The tools in
-detail"). Records: rss_sharded_bench's and the torch peer's (`rssbench peers --suite sharded`), rss-records/2.
-"""
+"""The sharded suite's report (bench/results/sharded/): summary.json and report.md from the raw records alone
+(`report build|verify --suite sharded`; definitions: docs/protocol.md, "Sharded report")."""
 import functools
 
 import report

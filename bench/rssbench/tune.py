@@ -4,8 +4,7 @@
         --name h200 --out include/rss/tuning/h200_table.hpp
 
 A candidate becomes an entry for exactly its shape when it beats the heuristic by more than the margin in its
-median and in every round (docs/protocol.md, "The tools in detail"). Decisions go to stderr, the header to --out.
-"""
+median and in every round (docs/protocol.md, "The tools in detail"). Decisions go to stderr, the header to --out."""
 import argparse
 import re
 import statistics
