@@ -4,8 +4,7 @@
     python3 bench/rssbench peers --suite backward --out peers.json               (bench/backward/run.sh)
     python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
 
-One timing core, the operator a parameter; variants, timing, accuracy and records: docs/protocol.md ("The tools in
-detail"). No torch or CUDA: exit 3."""
+One timing core, the operator a parameter (docs/protocol.md, "The tools in detail"). No torch or CUDA: exit 3."""
 import argparse
 import math
 import os
@@ -327,10 +326,9 @@ def main(argv):
     add("--fixture-seed", type=int, default=42, help="seed of the input (forward, backward: the fixture's)")
     add("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
     add("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
+    _, known, *defaults = SUITES[ap.parse_args(argv).suite]  # the suite's defaults, then the options again
+    ap.set_defaults(**dict(zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults)))
     args = ap.parse_args(argv)
-    _, known, *defaults = SUITES[args.suite]
-    for key, value in zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults):
-        setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
     args.variants = args.variants or ",".join(known)
     if not set(args.dtypes.split(",")) <= set(TOLERANCE) or not set(args.variants.split(",")) <= set(known):
         ap.error(f"--dtypes must be within {sorted(TOLERANCE)} and --variants within {', '.join(known)}")

@@ -204,8 +204,7 @@ def shape_label(rows, cols, dtype):
 def write(path, doc):
     """A record file as every producer writes it (json, indent 1, a final newline)."""
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+        f.write(json.dumps(doc, indent=1) + "\n")
 
 
 def normalize_uuid(uuid):

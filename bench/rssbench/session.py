@@ -69,10 +69,6 @@ def estimate_seconds(sessions, pairs, rounds, iterations):
     return sessions * pairs * rounds * (SECONDS_PER_ROUND + SECONDS_PER_SAMPLE * iterations)
 
 
-def minutes(seconds):
-    return "%.0f min" % (seconds / 60) if seconds >= 90 else "%.0f s" % seconds
-
-
 def parser(passed_on=False):
     """The options; passed_on: those scripts/bench.sh hands on (it sets --build itself, from RSS_BUILD_DIR)."""
     ap = argparse.ArgumentParser(prog="scripts/bench.sh", usage=argparse.SUPPRESS, add_help=False) if passed_on else \
@@ -101,11 +97,9 @@ def parser(passed_on=False):
 
 
 def parse_args(ap, argv):
-    """The options with the preset filled in; a bad one is ap.error's (exit 2)."""
+    """The options, the preset's where none is given; a bad one is ap.error's (exit 2)."""
+    ap.set_defaults(**PRESETS[ap.parse_args(argv).protocol])
     args = ap.parse_args(argv)
-    for key, value in PRESETS[args.protocol].items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
     if args.rounds < 1 or args.iterations < 1 or any(s < 1 for s in args.sessions):
         ap.error("--rounds, --iterations and session numbers must be >= 1")
     # Judged here, not by rss_bench after the build: each shape runs in every --dtypes type, so it names none.
@@ -141,6 +135,7 @@ def peers_unavailable(args):
 
 def announce(args, label, why):
     """What is about to run, how long it should take and where it goes (stderr)."""
+    minutes = lambda seconds: "%.0f min" % (seconds / 60) if seconds >= 90 else "%.0f s" % seconds  # noqa: E731
     shapes = args.shapes.split(",")
     pairs = len(args.dtypes.split(",")) * len(shapes)
     print("== %s: session(s) %s, %d rounds x %d samples, %d shape/dtype pairs (%s x %s), torch peers: %s"

@@ -400,7 +400,7 @@ class FixtureTest(unittest.TestCase):
 
     def test_hash_and_the_committed_sessions_fixture(self):
         want = hashlib.sha256(fixture.generate(42, 1 << 20).astype("<f4").tobytes()).hexdigest()
-        self.assertEqual(fixture.fixture_hash(42), want)
+        self.assertEqual(fixture.describe(42)["hash"], want)
         # The committed session's context: the C++ generator's first elements (bits) and the hash it was given.
         ctx = json.loads(read(os.path.join(RESULTS, "raw", "session1_rss.json")))["context"]
         self.assertEqual((ctx["fixture_seed"], ctx["fixture_hash"]), ("42", want))
