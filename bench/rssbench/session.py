@@ -70,10 +70,13 @@ def estimate_seconds(sessions, pairs, rounds, iterations):
 
 
 def parser(passed_on=False):
-    """The options; passed_on: those scripts/bench.sh hands on (it sets --build itself, from RSS_BUILD_DIR)."""
+    """The options; passed_on: those scripts/bench.sh hands on (it sets --build itself, from RSS_BUILD_DIR), for its
+    --help and judged before its GPU check and build, a bad one in its name (exit 2)."""
     ap = argparse.ArgumentParser(prog="scripts/bench.sh", usage=argparse.SUPPRESS, add_help=False) if passed_on else \
         argparse.ArgumentParser(prog="rssbench session", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    if passed_on:
+        ap.error = lambda msg: ap.exit(2, f"scripts/bench.sh: {msg} (bash scripts/bench.sh --help lists them)\n")
     add = ap.add_argument
     add("--protocol", choices=sorted(PRESETS), default="quick",
         help="preset of the options below (default quick; full is the protocol of the committed results)")
@@ -110,18 +113,6 @@ def parse_args(ap, argv):
     if bad:
         ap.error("--dtypes: unknown storage type '%s' (want a comma list of %s)" % (bad[0], ", ".join(records.DTYPES)))
     return args
-
-
-def check_passed_on(argv):
-    """scripts/bench.sh, before the GPU check and the build: the options it hands on, judged here (exit 2)."""
-    ap = parser(passed_on=True)
-    ap.error = lambda message: ap.exit(2, f"scripts/bench.sh: {message} (bash scripts/bench.sh --help lists them)\n")
-    parse_args(ap, argv)
-
-
-def passed_on_help():
-    """The options scripts/bench.sh hands on, for its --help."""
-    return parser(passed_on=True).format_help().rstrip()
 
 
 def peers_unavailable(args):
