@@ -15,7 +15,6 @@ import records
 
 # Candidates that can become a table entry: the concrete strategies (automatic is what the table feeds).
 STRATEGIES = tuple(v for v in records.STRATEGIES + records.CONTROLS if v != "automatic")
-NOT_CANDIDATES = ("heuristic",) + records.FLOORS
 RESIDENCE_SUFFIXES = {"s": "shared_memory", "p": "shared_memory_pipelined"}
 Timing = namedtuple("Timing", "median round_medians")  # a variant's on one shape: of every sample, of each round
 
@@ -31,9 +30,8 @@ def pilot_number(path):
 
 
 def timings(paths, docs=None):
-    """{(rows, cols, dtype): {variant: Timing}}: per shape, every record of the newest pilot that measured it
-    (a later pilot re-measures the shapes a change touched and supersedes the older one there; each file's
-    rounds apart)."""
+    """{(rows, cols, dtype): {variant: Timing}}: per shape, every record of the newest pilot that measured it (a later
+    pilot re-measures the shapes a change touched and supersedes the older one there; each file's rounds apart)."""
     docs = docs or [(path, records.load(path, complete=False)) for path in paths]
     newest, samples = defaultdict(int), defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for path, doc in docs:  # samples by (shape, pilot), variant and round
@@ -69,7 +67,7 @@ def decide(table, margin):
     entries, lines = [], []
     for (rows, cols, dtype), by_variant in sorted(table.items(), key=lambda kv: (kv[0][2], kv[0][0] * kv[0][1])):
         h = by_variant.get("heuristic")
-        candidates = {v: t for v, t in by_variant.items() if v not in NOT_CANDIDATES}
+        candidates = {v: t for v, t in by_variant.items() if v != "heuristic" and v not in records.FLOORS}
         if h is None or not candidates:
             lines.append(f"{rows}x{cols} {dtype}: no heuristic or no candidate record, skipped")
             continue
