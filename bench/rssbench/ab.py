@@ -55,4 +55,3 @@ def main(argv):
                   f"{statistics.geometric_mean(ratios):.3f}; slower beyond noise: {slower}"]
     print("\n".join(lines))
     return 0
-

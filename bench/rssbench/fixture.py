@@ -39,4 +39,3 @@ def describe(seed):
     """The fixture's facts in a raw record file's context; the hash is of its first HASH_ELEMENTS elements' bytes."""
     return {"seed": int(seed), "generator": GENERATOR,
             "hash": hashlib.sha256(generate(seed, HASH_ELEMENTS).astype("<f4").tobytes()).hexdigest()}
-

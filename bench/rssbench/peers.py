@@ -346,4 +346,3 @@ def main(argv):
     world = args.world or min(torch.cuda.device_count(), 8)
     torch.multiprocessing.spawn(run, args=(args, world, port), nprocs=world, join=True)
     return 0
-

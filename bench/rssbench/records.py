@@ -211,4 +211,3 @@ def normalize_uuid(uuid):
     """nvidia-smi writes 'GPU-<uuid>', CUDA/torch the bare uuid: compare them without the prefix."""
     u = uuid.strip().lower()
     return u[4:] if u.startswith("gpu-") else u
-

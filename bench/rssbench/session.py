@@ -194,4 +194,3 @@ def main(argv):
     if rc == 0:
         print("== %s done: %s" % (label, os.path.join(args.results, "results.md")), file=sys.stderr)
     return rc
-
