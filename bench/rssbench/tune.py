@@ -89,8 +89,7 @@ def header(entries, device, name, sources):
            '#include "rss/tuning/auto_select.hpp"', "", "namespace rss::tuning {", ""]
     if not entries:
         out += ["// No entries: on every measured shape the heuristic picks the winner or one within the margin.",
-                f"inline constexpr const TuningEntry* {name}_entries = nullptr;",
-                f"inline constexpr int {name}_entry_count = 0;"]
+                f"inline constexpr const TuningEntry* {name}_entries = nullptr;"]
     else:
         out.append(f"inline constexpr TuningEntry {name}_entries_storage[] = {{")
         for rows, cols, dtype, variant, best, auto in entries:
@@ -98,8 +97,8 @@ def header(entries, device, name, sources):
             cfg = "{%d, %d, %d, RowResidence::%s}" % config if config else "{}"
             out.append(f"    {{DType::{dtype}, {rows}, {rows}, {cols}, {cols}, {{Strategy::{strategy}, {cfg}}}}},"
                        f"  // {best:.2f} us vs {auto:.2f}")
-        out += ["};", f"inline constexpr const TuningEntry* {name}_entries = {name}_entries_storage;",
-                f"inline constexpr int {name}_entry_count = {len(entries)};"]
+        out += ["};", f"inline constexpr const TuningEntry* {name}_entries = {name}_entries_storage;"]
+    out.append(f"inline constexpr int {name}_entry_count = {len(entries)};")  # 0: no entries
     return "\n".join(out + ["", "}  // namespace rss::tuning", ""])
 
 
