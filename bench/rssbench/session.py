@@ -189,8 +189,7 @@ def main(argv):
         run_session(args, session, bench, gpus[session], why)
     if args.no_report:
         return 0
-    rc = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw, "--out", args.results]
-                        ).returncode
-    if rc == 0:
+    built = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw, "--out", args.results])
+    if built.returncode == 0:
         print("== %s done: %s" % (label, os.path.join(args.results, "results.md")), file=sys.stderr)
-    return rc
+    return built.returncode
