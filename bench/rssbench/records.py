@@ -1,6 +1,5 @@
-"""Raw records: the one reader of Google Benchmark's JSON, the schema rss adds to it, the source hash.
-
-Schema rss-records/2, load()'s normalised form and the source hash: docs/protocol.md ("The tools in detail")."""
+"""Raw records: the one reader of Google Benchmark's JSON, the schema rss adds to it (rss-records/2), the source hash;
+their definitions and load()'s normalised form: docs/protocol.md ("The tools in detail")."""
 import hashlib
 import json
 import math

@@ -55,8 +55,7 @@ def parse_variant(name):
         return strategy, None
     residence = RESIDENCE_SUFFIXES.get(config[-1:], "registers")
     try:
-        return strategy, tuple(int(v) for v in (config if residence == "registers" else config[:-1]).split("x")) \
-            + (residence,)
+        return strategy, (*map(int, (config if residence == "registers" else config[:-1]).split("x")), residence)
     except ValueError:
         raise TuneError(f"bad configuration in variant {name!r} (want THREADSxELEMSxCLUSTER, optionally ending in s "
                         "or p)")
