@@ -1,7 +1,6 @@
-"""Before/after summary of bench/ab/run.sh (docs/protocol.md, "The tools in detail").
+"""Before/after summary of bench/ab/run.sh: per benchmark, each tree's median and spread, and new / old.
 
-Per benchmark, each tree's median and spread, and new / old: "within noise" when |new / old - 1| is at most the larger
-spread (at least 1%)."""
+"Within noise": |new / old - 1| at most the larger spread, at least 1% (docs/protocol.md, "The tools in detail")."""
 import argparse
 import glob
 import json

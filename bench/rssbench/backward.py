@@ -1,5 +1,4 @@
-"""The backward suite's report (bench/results/backward/): summary.json and results.md from the raw records alone
-(`report build|verify --suite backward`; definitions: docs/protocol.md, "Backward report")."""
+"""The backward report (bench/results/backward/: summary.json, results.md; docs/protocol.md, "Backward report")."""
 import functools
 
 import report

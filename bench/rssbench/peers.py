@@ -1,12 +1,8 @@
 """torch peers of rms_scaled_softmax (forward, backward, sharded), timed like the C++ benches.
 
-    python3 bench/rssbench peers [--suite forward] --session N --out FILE.json   (run by `rssbench session`)
-    python3 bench/rssbench peers --suite backward --out peers.json               (bench/backward/run.sh)
-    python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
-
-One timing core, the operator a parameter (docs/protocol.md, "The tools in detail"). No torch or CUDA: exit 3."""
+Run by `rssbench session` (forward), bench/backward/run.sh (--suite backward), bench/sharded/device_run.sh (--suite
+sharded). One timing core, the operator a parameter (docs/protocol.md, "The tools in detail"). No torch/CUDA: exit 3."""
 import argparse
-import math
 import os
 import random
 import socket
@@ -102,7 +98,7 @@ def time_call(call, iterations, events, before_sample=None):
 
 class Forward:
     """An operator's inputs, reference, variants, accuracy and records (the forward's); measure() times any."""
-    order, before_sample = math.inf, None  # order: the norm of max_rel_err
+    order, before_sample = float("inf"), None  # order: the norm of max_rel_err (the max norm here)
 
     def __init__(self, args, compiled, rss_torch, rank, world):
         self.args, self.compiled, self.rss_torch, self.rank, self.world = args, compiled, rss_torch, rank, world

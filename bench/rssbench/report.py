@@ -594,10 +594,8 @@ def main(argv):
                                  "that the sessions ran on distinct GPUs; exit 1 on any mismatch")):
         p = sub.add_parser(cmd, help=what, description=what)
         p.add_argument("--suite", choices=SUITES, default="forward", help="the suite (default forward)")
-        p.add_argument("--records", help="folder of raw record files (*.json; default: bench/results/raw, "
-                       "bench/results/backward/raw or bench/results/sharded/raw)")
-        p.add_argument("--out", help="folder of the report files (default: bench/results, bench/results/backward or "
-                       "bench/results/sharded)")
+        p.add_argument("--records", help="folder of raw record files (*.json; default: raw/ under --out)")
+        p.add_argument("--out", help="folder of the report files (default: bench/results/, its backward/ or sharded/)")
     p.add_argument("--tree", default=TREE, help="repository whose include/ and bench/ the forward records' source "
                    "hash must match (default: this repository)")  # p: verify's
     args = ap.parse_args(argv)

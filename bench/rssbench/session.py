@@ -1,9 +1,8 @@
 """Runs measurement sessions of the project's protocol (docs/protocol.md), then the report (for scripts/bench.sh).
 
-Each session (on its own GPU when there are several): rss_bench, then the torch peers when torch with CUDA is
-importable, then the raw records' context is completed (source hash, driver, clocks, fixture hash). quick: records
-and report under BUILD/quick/, never over the committed results; full: bench/results/raw/session<N>_{rss,torch}.json
-and the report in bench/results/. Any option given overrides the preset."""
+Each session (on its own GPU when there are several): rss_bench, the torch peers when torch has CUDA, then the
+records' context completed. quick: records and report in BUILD/quick/, never over the committed results; full:
+bench/results/raw/session<N>_{rss,torch}.json and the report in bench/results/. Options override the preset."""
 import argparse
 import json
 import os
@@ -16,7 +15,6 @@ import fixture
 import records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TREE = records.TREE
 CLOCKS = ["clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw", "pstate"]
 ALL_SHAPES = "1x131072,8x131072,64x131072,32x128256,4096x4096,16384x8192,4096x32768,1x1048576,1x4194304,1x16777216"
 PRESETS = {"quick": {"sessions": [1], "rounds": 3, "iterations": 10, "dtypes": "fp32,bf16", "peers": "off",
@@ -56,7 +54,7 @@ def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note, p
     if cpp_first is not None and cpp_first != py_first:
         sys.exit("session: the C++ fixture differs from bench/rssbench/fixture.py: %s vs %s" % (cpp_first, py_first))
     fx = fixture.describe(fixture_seed)
-    ctx.update(source_hash=records.source_hash(TREE), clocks_start=clocks_start, clocks_end=clocks_end,
+    ctx.update(source_hash=records.source_hash(records.TREE), clocks_start=clocks_start, clocks_end=clocks_end,
                driver=nvidia_smi(["driver_version"], gpu).get("driver_version") or ctx.get("driver", ""),
                fixture_seed=str(fx["seed"]), fixture_generator=fx["generator"], fixture_hash=fx["hash"],
                peers=peers_note, protocol=protocol)
@@ -81,7 +79,7 @@ def parser(passed_on=False):
     add("--protocol", choices=sorted(PRESETS), default="quick",
         help="preset of the options below (default quick; full is the protocol of the committed results)")
     if not passed_on:
-        add("--build", default=os.path.join(TREE, "build-bench"),
+        add("--build", default=os.path.join(records.TREE, "build-bench"),
             help="CMake build folder holding bench/rss_bench (default build-bench)")
     add("--sessions", type=int, nargs="+", help="session numbers (quick: 1; full: 1 2)")
     add("--rounds", type=int, help="rounds per shape (quick: 3; full: 10)")
@@ -90,8 +88,7 @@ def parser(passed_on=False):
     add("--fixture-seed", type=int, default=42, help="seed of the input fixture (recorded)")
     add("--shapes", help="comma list ROWSxCOLS (quick: 6 shapes; full: the 10 project shapes)")
     add("--dtypes", help="comma list of storage types, each over every shape (quick: fp32,bf16; full: fp32,bf16,fp16)")
-    add("--peers", choices=["auto", "off"], help="torch peers (quick: off; full: auto, i.e. when torch with CUDA is "
-                                                 "importable)")
+    add("--peers", choices=["auto", "off"], help="torch peers (quick: off; full: auto, i.e. if torch has CUDA)")
     add("--peers-timeout", type=int, default=600, help="seconds the torch peers may take per session")
     add("--raw", help="raw records folder (quick: BUILD/quick/raw; full: bench/results/raw)")
     add("--results", help="report folder (quick: BUILD/quick; full: bench/results)")
@@ -168,7 +165,7 @@ def run_session(args, session, bench, gpu, why):
 def main(argv):
     args = parse_args(parser(), argv)
     quick = args.protocol == "quick"
-    results = os.path.join(args.build, "quick") if quick else os.path.join(TREE, "bench", "results")
+    results = os.path.join(args.build, "quick") if quick else os.path.join(records.TREE, "bench", "results")
     args.results, args.raw = args.results or results, args.raw or os.path.join(results, "raw")
     bench = os.path.join(args.build, "bench", "rss_bench")
     if not os.path.exists(bench):

@@ -1,5 +1,4 @@
-"""The sharded suite's report (bench/results/sharded/): summary.json and report.md from the raw records alone
-(`report build|verify --suite sharded`; definitions: docs/protocol.md, "Sharded report")."""
+"""The sharded report (bench/results/sharded/: summary.json, report.md; docs/protocol.md, "Sharded report")."""
 import functools
 
 import report

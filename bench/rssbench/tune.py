@@ -105,8 +105,7 @@ def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pilot", nargs="+", help="pilot record files (rss-records/2, from rss_bench --pilot)")
-    ap.add_argument("--device", help='GPU the records come from, e.g. "NVIDIA H200": must match their context.gpu '
-                                     "(default: that name)")
+    ap.add_argument("--device", help='GPU, e.g. "NVIDIA H200": must match the records\' context.gpu (default: that)')
     ap.add_argument("--name", required=True, help="C++ identifier prefix, e.g. h200")
     ap.add_argument("--margin", type=float, default=0.03, help="required gain over the heuristic (default 0.03)")
     ap.add_argument("--out", help="header to write (default: print it on stdout)")
