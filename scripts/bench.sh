@@ -17,7 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 usage() {
   # the session command's own parser, not a copy of it (it imports without numpy); read first, printed last.
   local passed_on
-  passed_on=$(python3 -c 'import sys; sys.path.insert(0, "bench/rssbench"); import session; print(session.passed_on_help())' \
+  passed_on=$(PYTHONPATH=bench/rssbench python3 -c 'import session; print(session.parser(passed_on=True).format_help())' \
     2>/dev/null) || passed_on="  (python3 bench/rssbench session --help lists them)"
   cat <<'USAGE'
 Usage: bash scripts/bench.sh [--quick | --full] [rssbench session options]
@@ -57,7 +57,8 @@ done
 # A bad option fails now, not after the GPU check and the build.
 if [ "${#args[@]}" -gt 0 ]; then
   command -v python3 >/dev/null 2>&1 || { echo "scripts/bench.sh: python3 not found (Debian: apt-get install python3)" >&2; exit 1; }
-  python3 -c 'import sys; sys.path.insert(0, "bench/rssbench"); import session; session.check_passed_on(sys.argv[1:])' \
+  PYTHONPATH=bench/rssbench python3 -c \
+    'import sys, session; session.parse_args(session.parser(passed_on=True), sys.argv[1:])' \
     --protocol "$protocol" "${args[@]}"
 fi
 

@@ -1,10 +1,6 @@
-"""Before/after summary of bench/ab/run.sh (docs/protocol.md, "The tools in detail").
+"""Before/after summary of bench/ab/run.sh: per benchmark, each tree's median and spread, and new / old.
 
-    python3 bench/rssbench ab OUT_DIR
-
-Per benchmark, each tree's median and spread, and new / old: "within noise" when |new / old - 1| is at most the larger
-spread (at least 1%).
-"""
+"Within noise": |new / old - 1| at most the larger spread, at least 1% (docs/protocol.md, "The tools in detail")."""
 import argparse
 import glob
 import json
@@ -35,7 +31,7 @@ def times(out_dir, suite, tree):
 def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench ab", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out_dir")
+    ap.add_argument("out_dir", help="the folder bench/ab/run.sh wrote")
     args = ap.parse_args(argv)
     lines = ["| benchmark | old median us (spread) | new median us (spread) | new / old | verdict |", "|---" * 5 + "|"]
     ratios, slower = [], 0
@@ -58,4 +54,3 @@ def main(argv):
                   f"{statistics.geometric_mean(ratios):.3f}; slower beyond noise: {slower}"]
     print("\n".join(lines))
     return 0
-

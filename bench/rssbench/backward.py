@@ -1,9 +1,4 @@
-"""The backward suite's report (bench/results/backward/): summary.json and results.md from the raw records alone.
-
-Run by `python3 bench/rssbench report build|verify --suite backward` (bench/backward/run.sh builds it); definitions:
-docs/protocol.md ("The tools in detail"). Records: rss_backward_bench's and the torch peers' (`rssbench peers --suite
-backward`), rss-records/2.
-"""
+"""The backward report (bench/results/backward/: summary.json, results.md; docs/protocol.md, "Backward report")."""
 import functools
 
 import report
@@ -24,11 +19,11 @@ def best_per_shape(rows):
     best = []
     for shape, variants in sorted(report.by_shape(rows).items()):
         us = lambda variant: variants.get(variant, {}).get("host_us")  # noqa: E731
+        # A variant's floor, its saved state's (a pilot candidate's name: cluster_row_saved:CONFIG).
+        floor_of = lambda v: us("floor_saved" if v.split(":")[0].endswith("_saved") else "floor")  # noqa: E731
         for r in variants.values():
-            saved = r["variant"].split(":")[0].endswith("_saved")  # a pilot candidate: cluster_row_saved:CONFIG
-            floor = us("floor_saved" if saved else "floor")
-            if floor and "host_us" in r:
-                r["ratio_to_floor"] = r["host_us"] / floor
+            if floor_of(r["variant"]) and "host_us" in r:
+                r["ratio_to_floor"] = r["host_us"] / floor_of(r["variant"])
         entry, picks = report.shape_fields(shape), {}
         for state, names, pilots, floor in SAVED_STATES:
             picks[state] = b = report.fastest(variants, lambda v: v in names or v.startswith(pilots))
@@ -37,7 +32,7 @@ def best_per_shape(rows):
                               f"floor_{state}_us": us(floor), f"{state}_ratio_to_floor": b.get("ratio_to_floor")})
         b = min(filter(None, picks.values()), key=lambda r: r["host_us"], default=None)  # a tie: reading y's
         if b:
-            floor, peer = us("floor_saved" if b is picks["saved"] else "floor"), us("torch_compile_bwd_graph")
+            floor, peer = floor_of(b["variant"]), us("torch_compile_bwd_graph")
             entry.update(best_rss_variant=b["variant"], best_label=b["label"], host_us=b["host_us"],
                          automatic_us=us("automatic"), automatic_saved_us=us("automatic_saved"),
                          floor_us=floor, torch_compile_bwd_graph_us=peer,

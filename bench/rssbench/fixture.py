@@ -35,11 +35,7 @@ def matrix(seed, rows, cols):
     return generate(seed, rows * cols).reshape(rows, cols)
 
 
-def fixture_hash(seed):
-    return hashlib.sha256(generate(seed, HASH_ELEMENTS).astype("<f4").tobytes()).hexdigest()
-
-
 def describe(seed):
-    """The fixture's facts in a raw record file's context."""
-    return {"seed": int(seed), "generator": GENERATOR, "hash": fixture_hash(seed)}
-
+    """The fixture's facts in a raw record file's context; the hash is of its first HASH_ELEMENTS elements' bytes."""
+    return {"seed": int(seed), "generator": GENERATOR,
+            "hash": hashlib.sha256(generate(seed, HASH_ELEMENTS).astype("<f4").tobytes()).hexdigest()}

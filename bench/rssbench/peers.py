@@ -1,14 +1,8 @@
 """torch peers of rms_scaled_softmax (forward, backward, sharded), timed like the C++ benches.
 
-    python3 bench/rssbench peers [--suite forward] --session N --out FILE.json   (run by `rssbench session`)
-    python3 bench/rssbench peers --suite backward --out peers.json               (bench/backward/run.sh)
-    python3 bench/rssbench peers --suite sharded --out torch_records.json        (bench/sharded/device_run.sh)
-
-One timing core, the operator a parameter; variants, timing, accuracy and records: docs/protocol.md ("The tools in
-detail"). No torch or CUDA: exit 3.
-"""
+Run by `rssbench session` (forward), bench/backward/run.sh (--suite backward), bench/sharded/device_run.sh (--suite
+sharded). One timing core, the operator a parameter (docs/protocol.md, "The tools in detail"). No torch/CUDA: exit 3."""
 import argparse
-import math
 import os
 import random
 import socket
@@ -70,17 +64,6 @@ def sharded_composed(x, cols, world):
     return (e / z[:, None]).to(x.dtype)
 
 
-def random_input(rows, cols, dtype, seed):
-    """x from a CUDA generator seeded by (seed, shape), the same on every rank: as rss_sharded_bench's input, row i is
-    s_i (u + o_i), s_i in [0.25, 4), o_i in [-2, 2), u in [-4, 4), never zero."""
-    gen = torch.Generator(device="cuda").manual_seed(seed + rows * 1000003 + cols)
-    u = lambda *shape: torch.rand(shape, generator=gen, device="cuda")  # noqa: E731
-    s, o = 0.25 + 3.75 * u(rows, 1), 4 * u(rows, 1) - 2
-    x = (s * (8 * u(rows, cols) - 4 + o)).to(dtype)
-    x[x == 0] = 1e-3
-    return x
-
-
 def capture(fn, stream, warmup):
     """A CUDA Graph of fn() captured on `stream` after warm-up there (a backward on its forward's stream, where
     autograd runs it)."""
@@ -115,7 +98,7 @@ def time_call(call, iterations, events, before_sample=None):
 
 class Forward:
     """An operator's inputs, reference, variants, accuracy and records (the forward's); measure() times any."""
-    order, before_sample = math.inf, None  # order: the norm of max_rel_err
+    order, before_sample = float("inf"), None  # order: the norm of max_rel_err (the max norm here)
 
     def __init__(self, args, compiled, rss_torch, rank, world):
         self.args, self.compiled, self.rss_torch, self.rank, self.world = args, compiled, rss_torch, rank, world
@@ -181,8 +164,13 @@ class Sharded(Forward):
         dist.barrier()
         torch.cuda.synchronize()
 
-    def prepare(self, rows, cols, dtype):
-        x = random_input(rows, cols, dtype, self.args.fixture_seed)
+    def prepare(self, rows, cols, dtype):  # x: from a CUDA generator seeded by (seed, shape), the same on every rank;
+        # as in rss_sharded_bench, row i is s_i (u + o_i), s_i in [0.25, 4), o_i in [-2, 2), u in [-4, 4), never zero
+        gen = torch.Generator(device="cuda").manual_seed(self.args.fixture_seed + rows * 1000003 + cols)
+        u = lambda *shape: torch.rand(shape, generator=gen, device="cuda")  # noqa: E731
+        s, o = 0.25 + 3.75 * u(rows, 1), 4 * u(rows, 1) - 2
+        x = (s * (8 * u(rows, cols) - 4 + o)).to(dtype)
+        x[x == 0] = 1e-3
         self.widths = [cols // self.world + (r < cols % self.world) for r in range(self.world)]
         c0 = sum(self.widths[:self.rank])
         self.x, self.cols = x[:, c0:c0 + self.widths[self.rank]].contiguous(), cols
@@ -334,10 +322,9 @@ def main(argv):
     add("--fixture-seed", type=int, default=42, help="seed of the input (forward, backward: the fixture's)")
     add("--shape-order", choices=records.SHAPE_ORDERS, default="forward")
     add("--world", type=int, default=0, help="sharded: processes, one per GPU (default every GPU, at most 8)")
+    _, known, *defaults = SUITES[ap.parse_args(argv).suite]  # the suite's defaults, then the options again
+    ap.set_defaults(**dict(zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults)))
     args = ap.parse_args(argv)
-    _, known, *defaults = SUITES[args.suite]
-    for key, value in zip(("shapes", "dtypes", "rounds", "iterations", "warmup"), defaults):
-        setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
     args.variants = args.variants or ",".join(known)
     if not set(args.dtypes.split(",")) <= set(TOLERANCE) or not set(args.variants.split(",")) <= set(known):
         ap.error(f"--dtypes must be within {sorted(TOLERANCE)} and --variants within {', '.join(known)}")
@@ -355,4 +342,3 @@ def main(argv):
     world = args.world or min(torch.cuda.device_count(), 8)
     torch.multiprocessing.spawn(run, args=(args, world, port), nprocs=world, join=True)
     return 0
-

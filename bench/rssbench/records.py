@@ -1,7 +1,5 @@
-"""Raw records: the one reader of Google Benchmark's JSON, the schema rss adds to it, the source hash.
-
-Schema rss-records/2, load()'s normalised form and the source hash: docs/protocol.md ("The tools in detail").
-"""
+"""Raw records: the one reader of Google Benchmark's JSON, the schema rss adds to it (rss-records/2), the source hash;
+their definitions and load()'s normalised form: docs/protocol.md ("The tools in detail")."""
 import hashlib
 import json
 import math
@@ -205,12 +203,10 @@ def shape_label(rows, cols, dtype):
 def write(path, doc):
     """A record file as every producer writes it (json, indent 1, a final newline)."""
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+        f.write(json.dumps(doc, indent=1) + "\n")
 
 
 def normalize_uuid(uuid):
     """nvidia-smi writes 'GPU-<uuid>', CUDA/torch the bare uuid: compare them without the prefix."""
     u = uuid.strip().lower()
     return u[4:] if u.startswith("gpu-") else u
-

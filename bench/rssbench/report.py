@@ -1,4 +1,4 @@
-"""The forward report (bench/results/) from the raw records only, and its verification (docs/protocol.md)."""
+"""The benchmark reports: built from the raw records alone, or the committed ones verified (docs/protocol.md)."""
 import argparse
 import difflib
 import importlib
@@ -77,20 +77,6 @@ def shape_fields(shape):
     return dict(zip(("rows", "cols", "dtype"), shape))
 
 
-def _mean(values):
-    import numpy as np
-    values = [v for v in values if v is not None]
-    return float(np.mean(values)) if values else None
-
-
-def _ratio(a, b):
-    return a / b if a is not None and b else None
-
-
-def _host(r):
-    return r and r["host_us"]
-
-
 def by_shape(rows):
     """{shape: {variant: row}} of the three reports' rows, in their order."""
     shapes = defaultdict(dict)
@@ -148,20 +134,12 @@ def protocol_checks(files, sessions):
         all(len({c["shape_order"] for c in cs}) == 2 for cs in by_producer.values()))))
 
 
-def round_values(recs, field):
-    """{round: median of that round's samples} for rounds that have samples."""
+def session_stats(recs, field):
+    """Median, p10, p90 over rounds of each round's median of field, of a {round: record} map (None: no samples)."""
     import numpy as np
-    return {r: float(np.median(rec[field])) for r, rec in recs.items() if rec[field]}
-
-
-def session_stats(values):
-    """Median, p10, p90 over rounds of a {round: value} map (None when empty)."""
-    import numpy as np
-    if not values:
-        return None
-    v = np.array([values[r] for r in sorted(values)], dtype=np.float64)
-    return {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)),
-            "p90": float(np.percentile(v, 90)), "rounds": len(v)}
+    v = np.array([np.median(recs[r][field]) for r in sorted(recs) if recs[r][field]], dtype=np.float64)
+    return None if not len(v) else {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)),
+                                    "p90": float(np.percentile(v, 90)), "rounds": len(v)}
 
 
 def suite_rows(docs):
@@ -179,7 +157,7 @@ def suite_rows(docs):
         if not ran:
             rows.append(dict(row, error=rs[0]["error"], world=rs[0]["world"]))
             continue
-        host, dev = (session_stats(round_values(ran, field)) for field in ("host_us", "device_us"))
+        host, dev = (session_stats(ran, field) for field in ("host_us", "device_us"))
         first = ran[min(ran)]
         errs = [r["max_rel_err"] for r in ran.values() if r["max_rel_err"] is not None]
         rows.append(dict(row, label=first["label"], host_us=host["median"], p10_us=host["p10"], p90_us=host["p90"],
@@ -210,28 +188,35 @@ def metadata(all_recs, warnings, label):
 def aggregate(sessions, rounds):
     """The summary's results list, retention deltas and best-per-shape rows, and warnings."""
     import numpy as np
+
+    def mean(values):  # of the values there are, None without any
+        values = [v for v in values if v is not None]
+        return float(np.mean(values)) if values else None
+    ratio = lambda a, b: a / b if a is not None and b else None  # noqa: E731
+    host = lambda r: r and r["host_us"]  # noqa: E731  (of a row that may be None)
     sids = [s["session"] for s in sessions]
     warnings, results = [], []
-    host_rv = lambda s, shape, v: round_values(rounds.get((s, shape, v), {}), "host_us")  # noqa: E731
+    host_rv = lambda s, shape, v: {r: float(np.median(rec["host_us"]))  # noqa: E731  (a round's median)
+                                   for r, rec in rounds.get((s, shape, v), {}).items()}
     for shape, variant in sorted({k[1:] for k in rounds}, key=lambda k: sort_key(*k)):
         recs = [rounds.get((s, shape, variant), {}) for s in sids]
-        stats, dev = ([session_stats(round_values(r, field)) for r in recs] for field in ("host_us", "device_us"))
+        stats, dev = ([session_stats(r, field) for r in recs] for field in ("host_us", "device_us"))
         label = f"{shape_name(shape)} {variant}"
         missing = [s for s, st in zip(sids, stats) if st is None]
         if missing:
             warnings.append(f"{label}: no records in session(s) {missing}")
         medians, dev_medians = ([st and st["median"] for st in sts] for sts in (stats, dev))
         results.append({
-            **shape_fields(shape), "variant": variant, "host_us": _mean(medians), "host_us_sessions": medians,
+            **shape_fields(shape), "variant": variant, "host_us": mean(medians), "host_us_sessions": medians,
             "p10_p90_sessions": [st and [st["p10"], st["p90"]] for st in stats],
-            "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": _mean(dev_medians),
+            "rounds_sessions": [st["rounds"] if st else 0 for st in stats], "device_us": mean(dev_medians),
             "device_us_sessions": dev_medians, **metadata([rec for r in recs for rec in r.values()], warnings, label)})
     shapes = by_shape(results)  # in report order, as results are
     limits = {shape: fastest(variants, lambda v: v in FLOORS) for shape, variants in shapes.items()}
     for r in results:
         peer = fastest(shapes[shape_of(r)], lambda v: kind(v) == "peer")
-        r.update(ratio_to_limit=_ratio(r["host_us"], _host(limits[shape_of(r)])),
-                 ratio_to_fastest_peer=_ratio(r["host_us"], _host(peer)), fastest_peer=peer and peer["variant"])
+        r.update(ratio_to_limit=ratio(r["host_us"], host(limits[shape_of(r)])),
+                 ratio_to_fastest_peer=ratio(r["host_us"], host(peer)), fastest_peer=peer and peer["variant"])
     deltas, best = [], []
     for shape, variants in shapes.items():
         ref = variants.get(REFERENCE)
@@ -239,10 +224,10 @@ def aggregate(sessions, rounds):
             paired = [[c[r] - m[r] for r in sorted(set(c) & set(m))] for s in sids  # by round, per session
                       for c, m in [(host_rv(s, shape, control), host_rv(s, shape, REFERENCE))]]
             per_session = [float(np.median(p)) if p else None for p in paired]
-            delta = _mean(per_session)
+            delta = mean(per_session)
             deltas.append({**shape_fields(shape), "control": control, "reference": REFERENCE, "delta_us": delta,
                            "delta_us_sessions": per_session, "pairs_sessions": [len(p) for p in paired],
-                           "reference_host_us": ref["host_us"], "relative_to_reference": _ratio(delta, ref["host_us"])})
+                           "reference_host_us": ref["host_us"], "relative_to_reference": ratio(delta, ref["host_us"])})
         b = fastest(variants, lambda v: kind(v) == "strategy")
         if not b:
             continue
@@ -253,22 +238,22 @@ def aggregate(sessions, rounds):
         tb_s = shape[0] * shape[1] * DTYPE_BYTES[shape[2]] * 2 / b["host_us"] / 1e6  # x read once, y written once
         limit = limits[shape]
         target_us = None if limit is None else limit_target(limit["host_us"])
-        auto_ratio = _ratio(_host(auto), b["host_us"])
+        auto_ratio = ratio(host(auto), b["host_us"])
         row = {**shape_fields(shape), "best_rss_variant": b["variant"], "host_us": b["host_us"],
-               "copy_floor_us": _host(copy), "copy_floor_variant": copy and copy["variant"],
-               "memcpy_floor_us": _host(memcpy), "achieved_tb_s": tb_s, "of_hbm_peak": _ratio(tb_s, peak),
-               "limit_variant": limit and limit["variant"], "limit_us": _host(limit),
+               "copy_floor_us": host(copy), "copy_floor_variant": copy and copy["variant"],
+               "memcpy_floor_us": host(memcpy), "achieved_tb_s": tb_s, "of_hbm_peak": ratio(tb_s, peak),
+               "limit_variant": limit and limit["variant"], "limit_us": host(limit),
                "ratio_to_limit": b["ratio_to_limit"], "limit_target_us": target_us,
                "within_limit_target": None if target_us is None else b["host_us"] <= target_us,
-               "torch_compile_graph_us": _host(cg),
-               "beats_torch_compile_graph": None if _host(cg) is None else b["host_us"] < cg["host_us"],
-               "automatic_us": _host(auto), "automatic_to_best": auto_ratio,
+               "torch_compile_graph_us": host(cg),
+               "beats_torch_compile_graph": None if host(cg) is None else b["host_us"] < cg["host_us"],
+               "automatic_us": host(auto), "automatic_to_best": auto_ratio,
                "automatic_within_3pct": None if auto_ratio is None else auto_ratio <= 1.0 + AUTOMATIC_SLACK}
         best.append({
             # True only when every target could be checked and holds (a missing peer or floor is not a pass).
-            **row, "targets_met": all(row[k] is True for k in TARGETS), "local_fusion_us": _host(lf),
-            "best_megakernel_variant": mk and mk["variant"], "best_megakernel_us": _host(mk),
-            "megakernel_speedup_over_local_fusion": _ratio(_host(lf), _host(mk))})
+            **row, "targets_met": all(row[k] is True for k in TARGETS), "local_fusion_us": host(lf),
+            "best_megakernel_variant": mk and mk["variant"], "best_megakernel_us": host(mk),
+            "megakernel_speedup_over_local_fusion": ratio(host(lf), host(mk))})
     return results, deltas, best, warnings
 
 
@@ -319,10 +304,6 @@ def fmt(v, spec=".2f", suffix="", none="n/a"):
     return none if v is None else format(v, spec) + suffix
 
 
-def fmt_count(v):
-    return "?" if v is None or v < 0 else str(v)  # -1 marks "unknown" in the records
-
-
 def yes_no(v, none="n/a", no="no"):
     return none if v is None else ("yes" if v else no)
 
@@ -334,6 +315,7 @@ def table(header, rows):
 
 def render_markdown(summary):
     sessions, deltas, best = summary["sessions"], summary["retention_deltas"], summary["best_per_shape"]
+    fmt_count = lambda v: "?" if v is None or v < 0 else str(v)  # noqa: E731  (-1 marks "unknown" in the records)
     out = ["# rms_scaled_softmax benchmark results", "",
            "Generated by `python3 bench/rssbench report build` from the raw records alone (`report verify` re-renders "
            "and compares it: do not edit by hand). Host completion time of warm calls, microseconds: the mean of the "
@@ -592,8 +574,6 @@ def verify(suite, records_dir, out, tree):
             uuids = ", ".join(f"session {s['session']}: {s['uuid']}" for s in summary["sessions"])
             problems.append(f"sessions on one GPU ({uuids}): the protocol needs each session on a distinct GPU")
         bar_panels_, control_panels_ = (provenance["figures"][f]["panels"] for f in ("bars.png", "controls.png"))
-        problems += [f"bars.png {p['title']}: largest value fills {p['fill']:.0%} of its axis"
-                     for p in bar_panels_ if p["fill"] < 0.75]
         plotted = sum(len(p["bars"]) for p in bar_panels_) + sum(len(p["points"]) for p in control_panels_)
         passed = (f"PASS: {len(provenance['raw_files'])} raw files, {len(summary['sessions'])} session(s), "
                   f"{len(summary['results'])} aggregates, {plotted} plotted values, "
@@ -603,10 +583,8 @@ def verify(suite, records_dir, out, tree):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(
-        prog="rssbench report", description="rss benchmark report: build it from the raw records, or verify the "
-        "committed one. Protocol and targets: docs/protocol.md.",
-        epilog="Defaults are relative to the repository holding this script, not to the current directory.")
+    ap = argparse.ArgumentParser(prog="rssbench report", description=__doc__, epilog="Defaults are relative to the "
+                                 "repository holding this script, not to the current directory.")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{build,verify}")
     for cmd, what in (("build", "aggregate the raw records into the report files under --out (forward: summary.json, "
                                 "results.md, provenance.json, bars.png, controls.png; backward: summary.json, "
@@ -616,10 +594,8 @@ def main(argv):
                                  "that the sessions ran on distinct GPUs; exit 1 on any mismatch")):
         p = sub.add_parser(cmd, help=what, description=what)
         p.add_argument("--suite", choices=SUITES, default="forward", help="the suite (default forward)")
-        p.add_argument("--records", help="folder of raw record files (*.json; default: bench/results/raw, "
-                       "bench/results/backward/raw or bench/results/sharded/raw)")
-        p.add_argument("--out", help="folder of the report files (default: bench/results, bench/results/backward or "
-                       "bench/results/sharded)")
+        p.add_argument("--records", help="folder of raw record files (*.json; default: raw/ under --out)")
+        p.add_argument("--out", help="folder of the report files (default: bench/results/, its backward/ or sharded/)")
     p.add_argument("--tree", default=TREE, help="repository whose include/ and bench/ the forward records' source "
                    "hash must match (default: this repository)")  # p: verify's
     args = ap.parse_args(argv)

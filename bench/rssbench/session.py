@@ -1,12 +1,8 @@
-"""Runs measurement sessions of the project's protocol (docs/protocol.md), then the report.
+"""Runs measurement sessions of the project's protocol (docs/protocol.md), then the report (for scripts/bench.sh).
 
-    python3 bench/rssbench session --build build-bench [--protocol quick|full] [options]     (scripts/bench.sh)
-
-Each session (on its own GPU when there are several): rss_bench, then the torch peers when torch with CUDA is
-importable, then the raw records' context is completed (source hash, driver, clocks, fixture hash). quick: records
-and report under BUILD/quick/, never over the committed results; full: bench/results/raw/session<N>_{rss,torch}.json
-and the report in bench/results/. Any option given overrides the preset.
-"""
+Each session (on its own GPU when there are several): rss_bench, the torch peers when torch has CUDA, then the
+records' context completed. quick: records and report in BUILD/quick/, never over the committed results; full:
+bench/results/raw/session<N>_{rss,torch}.json and the report in bench/results/. Options override the preset."""
 import argparse
 import json
 import os
@@ -19,7 +15,6 @@ import fixture
 import records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TREE = records.TREE
 CLOCKS = ["clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw", "pstate"]
 ALL_SHAPES = "1x131072,8x131072,64x131072,32x128256,4096x4096,16384x8192,4096x32768,1x1048576,1x4194304,1x16777216"
 PRESETS = {"quick": {"sessions": [1], "rounds": 3, "iterations": 10, "dtypes": "fp32,bf16", "peers": "off",
@@ -59,7 +54,7 @@ def complete_context(path, clocks_start, clocks_end, fixture_seed, peers_note, p
     if cpp_first is not None and cpp_first != py_first:
         sys.exit("session: the C++ fixture differs from bench/rssbench/fixture.py: %s vs %s" % (cpp_first, py_first))
     fx = fixture.describe(fixture_seed)
-    ctx.update(source_hash=records.source_hash(TREE), clocks_start=clocks_start, clocks_end=clocks_end,
+    ctx.update(source_hash=records.source_hash(records.TREE), clocks_start=clocks_start, clocks_end=clocks_end,
                driver=nvidia_smi(["driver_version"], gpu).get("driver_version") or ctx.get("driver", ""),
                fixture_seed=str(fx["seed"]), fixture_generator=fx["generator"], fixture_hash=fx["hash"],
                peers=peers_note, protocol=protocol)
@@ -72,20 +67,19 @@ def estimate_seconds(sessions, pairs, rounds, iterations):
     return sessions * pairs * rounds * (SECONDS_PER_ROUND + SECONDS_PER_SAMPLE * iterations)
 
 
-def minutes(seconds):
-    return "%.0f min" % (seconds / 60) if seconds >= 90 else "%.0f s" % seconds
-
-
 def parser(passed_on=False):
-    """The options; passed_on: those scripts/bench.sh hands on (it sets --build itself, from RSS_BUILD_DIR)."""
+    """The options; passed_on: those scripts/bench.sh hands on (it sets --build itself, from RSS_BUILD_DIR), for its
+    --help and judged before its GPU check and build, a bad one in its name (exit 2)."""
     ap = argparse.ArgumentParser(prog="scripts/bench.sh", usage=argparse.SUPPRESS, add_help=False) if passed_on else \
         argparse.ArgumentParser(prog="rssbench session", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    if passed_on:
+        ap.error = lambda msg: ap.exit(2, f"scripts/bench.sh: {msg} (bash scripts/bench.sh --help lists them)\n")
     add = ap.add_argument
     add("--protocol", choices=sorted(PRESETS), default="quick",
         help="preset of the options below (default quick; full is the protocol of the committed results)")
     if not passed_on:
-        add("--build", default=os.path.join(TREE, "build-bench"),
+        add("--build", default=os.path.join(records.TREE, "build-bench"),
             help="CMake build folder holding bench/rss_bench (default build-bench)")
     add("--sessions", type=int, nargs="+", help="session numbers (quick: 1; full: 1 2)")
     add("--rounds", type=int, help="rounds per shape (quick: 3; full: 10)")
@@ -94,8 +88,7 @@ def parser(passed_on=False):
     add("--fixture-seed", type=int, default=42, help="seed of the input fixture (recorded)")
     add("--shapes", help="comma list ROWSxCOLS (quick: 6 shapes; full: the 10 project shapes)")
     add("--dtypes", help="comma list of storage types, each over every shape (quick: fp32,bf16; full: fp32,bf16,fp16)")
-    add("--peers", choices=["auto", "off"], help="torch peers (quick: off; full: auto, i.e. when torch with CUDA is "
-                                                 "importable)")
+    add("--peers", choices=["auto", "off"], help="torch peers (quick: off; full: auto, i.e. if torch has CUDA)")
     add("--peers-timeout", type=int, default=600, help="seconds the torch peers may take per session")
     add("--raw", help="raw records folder (quick: BUILD/quick/raw; full: bench/results/raw)")
     add("--results", help="report folder (quick: BUILD/quick; full: bench/results)")
@@ -104,11 +97,9 @@ def parser(passed_on=False):
 
 
 def parse_args(ap, argv):
-    """The options with the preset filled in; a bad one is ap.error's (exit 2)."""
+    """The options, the preset's where none is given; a bad one is ap.error's (exit 2)."""
+    ap.set_defaults(**PRESETS[ap.parse_args(argv).protocol])
     args = ap.parse_args(argv)
-    for key, value in PRESETS[args.protocol].items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
     if args.rounds < 1 or args.iterations < 1 or any(s < 1 for s in args.sessions):
         ap.error("--rounds, --iterations and session numbers must be >= 1")
     # Judged here, not by rss_bench after the build: each shape runs in every --dtypes type, so it names none.
@@ -119,18 +110,6 @@ def parse_args(ap, argv):
     if bad:
         ap.error("--dtypes: unknown storage type '%s' (want a comma list of %s)" % (bad[0], ", ".join(records.DTYPES)))
     return args
-
-
-def check_passed_on(argv):
-    """scripts/bench.sh, before the GPU check and the build: the options it hands on, judged here (exit 2)."""
-    ap = parser(passed_on=True)
-    ap.error = lambda message: ap.exit(2, f"scripts/bench.sh: {message} (bash scripts/bench.sh --help lists them)\n")
-    parse_args(ap, argv)
-
-
-def passed_on_help():
-    """The options scripts/bench.sh hands on, for its --help."""
-    return parser(passed_on=True).format_help().rstrip()
 
 
 def peers_unavailable(args):
@@ -144,6 +123,7 @@ def peers_unavailable(args):
 
 def announce(args, label, why):
     """What is about to run, how long it should take and where it goes (stderr)."""
+    minutes = lambda seconds: "%.0f min" % (seconds / 60) if seconds >= 90 else "%.0f s" % seconds  # noqa: E731
     shapes = args.shapes.split(",")
     pairs = len(args.dtypes.split(",")) * len(shapes)
     print("== %s: session(s) %s, %d rounds x %d samples, %d shape/dtype pairs (%s x %s), torch peers: %s"
@@ -185,7 +165,7 @@ def run_session(args, session, bench, gpu, why):
 def main(argv):
     args = parse_args(parser(), argv)
     quick = args.protocol == "quick"
-    results = os.path.join(args.build, "quick") if quick else os.path.join(TREE, "bench", "results")
+    results = os.path.join(args.build, "quick") if quick else os.path.join(records.TREE, "bench", "results")
     args.results, args.raw = args.results or results, args.raw or os.path.join(results, "raw")
     bench = os.path.join(args.build, "bench", "rss_bench")
     if not os.path.exists(bench):
@@ -206,9 +186,7 @@ def main(argv):
         run_session(args, session, bench, gpus[session], why)
     if args.no_report:
         return 0
-    rc = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw, "--out", args.results]
-                        ).returncode
-    if rc == 0:
+    built = subprocess.run([sys.executable, HERE, "report", "build", "--records", args.raw, "--out", args.results])
+    if built.returncode == 0:
         print("== %s done: %s" % (label, os.path.join(args.results, "results.md")), file=sys.stderr)
-    return rc
-
+    return built.returncode

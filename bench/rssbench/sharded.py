@@ -1,8 +1,4 @@
-"""The sharded suite's report (bench/results/sharded/): summary.json and report.md from the raw records alone.
-
-Run by `python3 bench/rssbench report build|verify --suite sharded`; definitions: docs/protocol.md ("The tools in
-detail"). Records: rss_sharded_bench's and the torch peer's (`rssbench peers --suite sharded`), rss-records/2.
-"""
+"""The sharded report (bench/results/sharded/: summary.json, report.md; docs/protocol.md, "Sharded report")."""
 import functools
 
 import report
@@ -52,20 +48,19 @@ def markdown(summary):
            f"`bench/rssbench report build --suite sharded` from `bench/results/sharded/raw/`.", ""]
     lines, targets = [], []
     for key, variants in report.by_shape(rows).items():
-        ok = {v: r for v, r in variants.items() if r["status"] == "ok"}  # a refused variant has no numbers
         s, strat = variants.get("single_gpu"), "?"
         if s:  # "fastest single-GPU rss strategy: NAME (ran STRATEGY)"
             name = s["detail"].split(": ", 1)[1].split(" (")[0]
             ran = s["detail"].rsplit("ran ", 1)[-1].rstrip(")")
             strat = name if ran == name else f"{name}: {ran}"
-        sv, hv, dv, bv, tv = (ok.get(v, {}).get("host_us") for v in ("single_gpu", "nccl_host", "nccl_device",
-                                                                      "nccl_device_lsa_barrier", "torch_distributed"))
+        sv, hv, dv, bv, tv = (variants.get(v, {}).get("host_us") for v in (
+            "single_gpu", "nccl_host", "nccl_device", "nccl_device_lsa_barrier", "torch_distributed"))
         two_gpu = [(v, n) for v, n in ((hv, "nccl_host"), (dv, "nccl_device")) if v is not None]
         v, n = min(two_gpu) if two_gpu else (None, "–")
         ratio = v / sv if v is not None and sv else None  # the best 2-GPU time over the single-GPU time
         cells = [fmt(t, none="refused" if variant in variants else "–")
                  for t, variant in ((dv, "nccl_device"), (bv, "nccl_device_lsa_barrier"))]
-        errs = ", ".join(fmt(ok.get(v, {}).get("max_rel_err"), ".2g") for v in ("nccl_host", "nccl_device"))
+        errs = ", ".join(fmt(variants.get(v, {}).get("max_rel_err"), ".2g") for v in ("nccl_host", "nccl_device"))
         lines.append([f"{key[0]} x {key[1]}", key[2], f"{fmt(sv)} ({strat})", fmt(hv), *cells, fmt(tv),
                       f"{fmt(ratio, '.3f')}x", errs])
         shape = report.shape_name(key)

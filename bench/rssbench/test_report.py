@@ -400,7 +400,7 @@ class FixtureTest(unittest.TestCase):
 
     def test_hash_and_the_committed_sessions_fixture(self):
         want = hashlib.sha256(fixture.generate(42, 1 << 20).astype("<f4").tobytes()).hexdigest()
-        self.assertEqual(fixture.fixture_hash(42), want)
+        self.assertEqual(fixture.describe(42)["hash"], want)
         # The committed session's context: the C++ generator's first elements (bits) and the hash it was given.
         ctx = json.loads(read(os.path.join(RESULTS, "raw", "session1_rss.json")))["context"]
         self.assertEqual((ctx["fixture_seed"], ctx["fixture_hash"]), ("42", want))
@@ -542,6 +542,9 @@ class SessionTest(unittest.TestCase):
         self.assertEqual((session.PRESETS["quick"]["sessions"], session.PRESETS["full"]["sessions"]), ([1], [1, 2]))
         # Fitted so that one session of 3 x 10 over 20 pairs takes the measured 157 s.
         self.assertAlmostEqual(session.estimate_seconds(1, 20, 3, 10), 156.0)
+        # The preset gives the defaults; an option given wins wherever it stands.
+        args = session.parse_args(session.parser(), ["--rounds", "4", "--protocol", "full"])
+        self.assertEqual((args.rounds, args.iterations, args.sessions, args.peers), (4, 30, [1, 2], "auto"))
         # Each session on its own GPU when there are several; a CUDA_VISIBLE_DEVICES pin wins.
         self.assertEqual(session.session_gpus([1, 2], ["GPU-a", "GPU-b"], None), {1: "GPU-a", 2: "GPU-b"})
         self.assertEqual(session.session_gpus([1, 2], ["GPU-a"], None), {1: None, 2: None})

@@ -4,8 +4,7 @@
         --name h200 --out include/rss/tuning/h200_table.hpp
 
 A candidate becomes an entry for exactly its shape when it beats the heuristic by more than the margin in its
-median and in every round (docs/protocol.md, "The tools in detail"). Decisions go to stderr, the header to --out.
-"""
+median and in every round (docs/protocol.md, "The tools in detail"). Decisions go to stderr, the header to --out."""
 import argparse
 import re
 import statistics
@@ -16,7 +15,6 @@ import records
 
 # Candidates that can become a table entry: the concrete strategies (automatic is what the table feeds).
 STRATEGIES = tuple(v for v in records.STRATEGIES + records.CONTROLS if v != "automatic")
-NOT_CANDIDATES = ("heuristic",) + records.FLOORS
 RESIDENCE_SUFFIXES = {"s": "shared_memory", "p": "shared_memory_pipelined"}
 Timing = namedtuple("Timing", "median round_medians")  # a variant's on one shape: of every sample, of each round
 
@@ -32,9 +30,8 @@ def pilot_number(path):
 
 
 def timings(paths, docs=None):
-    """{(rows, cols, dtype): {variant: Timing}}: per shape, every record of the newest pilot that measured it
-    (a later pilot re-measures the shapes a change touched and supersedes the older one there; each file's
-    rounds apart)."""
+    """{(rows, cols, dtype): {variant: Timing}}: per shape, every record of the newest pilot that measured it (a later
+    pilot re-measures the shapes a change touched and supersedes the older one there; each file's rounds apart)."""
     docs = docs or [(path, records.load(path, complete=False)) for path in paths]
     newest, samples = defaultdict(int), defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for path, doc in docs:  # samples by (shape, pilot), variant and round
@@ -58,8 +55,7 @@ def parse_variant(name):
         return strategy, None
     residence = RESIDENCE_SUFFIXES.get(config[-1:], "registers")
     try:
-        return strategy, tuple(int(v) for v in (config if residence == "registers" else config[:-1]).split("x")) \
-            + (residence,)
+        return strategy, (*map(int, (config if residence == "registers" else config[:-1]).split("x")), residence)
     except ValueError:
         raise TuneError(f"bad configuration in variant {name!r} (want THREADSxELEMSxCLUSTER, optionally ending in s "
                         "or p)")
@@ -70,7 +66,7 @@ def decide(table, margin):
     entries, lines = [], []
     for (rows, cols, dtype), by_variant in sorted(table.items(), key=lambda kv: (kv[0][2], kv[0][0] * kv[0][1])):
         h = by_variant.get("heuristic")
-        candidates = {v: t for v, t in by_variant.items() if v not in NOT_CANDIDATES}
+        candidates = {v: t for v, t in by_variant.items() if v != "heuristic" and v not in records.FLOORS}
         if h is None or not candidates:
             lines.append(f"{rows}x{cols} {dtype}: no heuristic or no candidate record, skipped")
             continue
@@ -92,8 +88,7 @@ def header(entries, device, name, sources):
            '#include "rss/tuning/auto_select.hpp"', "", "namespace rss::tuning {", ""]
     if not entries:
         out += ["// No entries: on every measured shape the heuristic picks the winner or one within the margin.",
-                f"inline constexpr const TuningEntry* {name}_entries = nullptr;",
-                f"inline constexpr int {name}_entry_count = 0;"]
+                f"inline constexpr const TuningEntry* {name}_entries = nullptr;"]
     else:
         out.append(f"inline constexpr TuningEntry {name}_entries_storage[] = {{")
         for rows, cols, dtype, variant, best, auto in entries:
@@ -101,8 +96,8 @@ def header(entries, device, name, sources):
             cfg = "{%d, %d, %d, RowResidence::%s}" % config if config else "{}"
             out.append(f"    {{DType::{dtype}, {rows}, {rows}, {cols}, {cols}, {{Strategy::{strategy}, {cfg}}}}},"
                        f"  // {best:.2f} us vs {auto:.2f}")
-        out += ["};", f"inline constexpr const TuningEntry* {name}_entries = {name}_entries_storage;",
-                f"inline constexpr int {name}_entry_count = {len(entries)};"]
+        out += ["};", f"inline constexpr const TuningEntry* {name}_entries = {name}_entries_storage;"]
+    out.append(f"inline constexpr int {name}_entry_count = {len(entries)};")  # 0: no entries
     return "\n".join(out + ["", "}  // namespace rss::tuning", ""])
 
 
@@ -110,8 +105,7 @@ def main(argv):
     ap = argparse.ArgumentParser(prog="rssbench tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pilot", nargs="+", help="pilot record files (rss-records/2, from rss_bench --pilot)")
-    ap.add_argument("--device", help='GPU the records come from, e.g. "NVIDIA H200": must match their context.gpu '
-                                     "(default: that name)")
+    ap.add_argument("--device", help='GPU, e.g. "NVIDIA H200": must match the records\' context.gpu (default: that)')
     ap.add_argument("--name", required=True, help="C++ identifier prefix, e.g. h200")
     ap.add_argument("--margin", type=float, default=0.03, help="required gain over the heuristic (default 0.03)")
     ap.add_argument("--out", help="header to write (default: print it on stdout)")
