@@ -6,11 +6,11 @@
 
 namespace rss {
 
-/// Blocks per thread-block cluster the library launches at most: the portable size. Hopper's
-/// non-portable 16-block clusters were admitted by cudaOccupancyMaxActiveClusters yet refused at
-/// launch in a multi-file binary (cudaErrorInvalidClusterSize); until that is understood they are
-/// not used.
+/// Blocks per thread-block cluster that every sm_90 device launches (the portable size).
 inline constexpr int portable_cluster_size = 8;
+/// Blocks per cluster the library launches at most: Hopper's non-portable limit. A kernel launched in
+/// clusters of more than portable_cluster_size blocks needs cudaFuncAttributeNonPortableClusterSizeAllowed.
+inline constexpr int max_cluster_blocks = 16;
 
 struct DeviceInfo {
   int ordinal = 0;                           // the CUDA device number
