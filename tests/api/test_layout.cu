@@ -525,8 +525,12 @@ void check_automatic_long_cluster_rows(double tolerance) {
     const Strided<T> p(Layout::contiguous(rows, cols), rss_test::fresh_seed());
     rss_test::DeviceBuffer x(p.x.size() * sizeof(T)), y(p.x.size() * sizeof(T));
     RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
+    std::size_t bytes = 0;  // automatic plans its fallback too (local_fusion, which needs a workspace)
+    REQUIRE(rss::workspace_bytes<T>(Strategy::automatic, rows, cols, &bytes) == Status::success);
+    rss_test::DeviceBuffer workspace(bytes);
     rss::Operator<T> op;
-    REQUIRE(op.initialize(Strategy::automatic, x.get<const T>(), y.get<T>(), p.layout, nullptr, 0) == Status::success);
+    REQUIRE(op.initialize(Strategy::automatic, x.get<const T>(), y.get<T>(), p.layout, workspace.get(), bytes) ==
+            Status::success);
     rss::LaunchList list;
     REQUIRE(op.describe(&list) == Status::success);
     INFO(rows << " x " << cols << " seed " << p.seed << ": " << list.items[0].kernel << ", cluster of "
