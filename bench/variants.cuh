@@ -202,7 +202,7 @@ inline std::vector<Variant> pilot_variants(const ShapeBuffers& shape) {
     // Pipelining pays only where a block loops over rows: many rows per SM, rows a cluster of 1 or 2 holds.
     if (pipelined && shape.rows < 4 * static_cast<std::int64_t>(device.sm_count)) continue;
     rss::for_each_cluster_config(residence, [&](int threads, int elems) {
-      for (const int cluster : {1, 2, 3, 4, 6, 8}) {
+      for (const int cluster : {1, 2, 3, 4, 6, 8, 12, 16}) {
         if (pipelined && cluster > 2) continue;
         const rss::ClusterConfig c{threads, elems, cluster, residence};
         // The planner uses a configuration exactly when it fits: the variant runs what its name says.

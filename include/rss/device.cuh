@@ -48,7 +48,7 @@ inline Status read_device_info(int ordinal, DeviceInfo* d) noexcept {
   RSS_TRY(get(cudaDevAttrMaxBlocksPerMultiprocessor)); info.max_blocks_per_sm = v;
   RSS_TRY(get(cudaDevAttrMaxRegistersPerMultiprocessor)); info.regs_per_sm = v;
   RSS_TRY(get(cudaDevAttrCooperativeLaunch)); info.cooperative_launch = v != 0;
-  RSS_TRY(get(cudaDevAttrClusterLaunch)); info.max_cluster_size = v != 0 ? portable_cluster_size : 0;
+  RSS_TRY(get(cudaDevAttrClusterLaunch)); info.max_cluster_size = v != 0 ? cluster_limit_of(info.cc_major) : 0;
   RSS_TRY(get(cudaDevAttrL2CacheSize)); info.l2_bytes = static_cast<std::size_t>(v);
   cudaDeviceProp prop{};  // once per device (the description is cached): totalGlobalMem has no attribute
   RSS_TRY(from_cuda(cudaGetDeviceProperties(&prop, ordinal)));

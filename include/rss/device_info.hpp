@@ -6,11 +6,17 @@
 
 namespace rss {
 
-/// Blocks per thread-block cluster the library launches at most: the portable size. Hopper's
-/// non-portable 16-block clusters were admitted by cudaOccupancyMaxActiveClusters yet refused at
-/// launch in a multi-file binary (cudaErrorInvalidClusterSize); until that is understood they are
-/// not used.
+/// Blocks per thread-block cluster that every device with clusters launches (the portable size).
 inline constexpr int portable_cluster_size = 8;
+/// Blocks per cluster rss launches at most: the non-portable limit of Hopper and Blackwell data-centre GPUs
+/// (compute capability 9.x and 10.x). A kernel in clusters of more than portable_cluster_size blocks needs
+/// cudaFuncAttributeNonPortableClusterSizeAllowed, which rss sets on its own kernels when it admits such a plan.
+inline constexpr int max_cluster_blocks = 16;
+
+/// The clusters rss launches on a device of compute capability `cc_major`.x that supports cluster launch.
+constexpr int cluster_limit_of(int cc_major) noexcept {
+  return cc_major == 9 || cc_major == 10 ? max_cluster_blocks : portable_cluster_size;
+}
 
 struct DeviceInfo {
   int ordinal = 0;                           // the CUDA device number
@@ -24,7 +30,7 @@ struct DeviceInfo {
   int max_blocks_per_sm = 0;                 // cudaDevAttrMaxBlocksPerMultiprocessor (32)
   int regs_per_sm = 0;                       // cudaDevAttrMaxRegistersPerMultiprocessor (65536)
   bool cooperative_launch = false;           // cudaDevAttrCooperativeLaunch
-  int max_cluster_size = 0;                  // clusters rss launches: portable_cluster_size from sm_90, else 0
+  int max_cluster_size = 0;                  // blocks per cluster rss launches at most (cluster_limit_of), else 0
   std::size_t global_memory_bytes = 0;       // cudaDeviceProp::totalGlobalMem
   std::size_t l2_bytes = 0;                  // cudaDevAttrL2CacheSize
 
@@ -44,7 +50,7 @@ constexpr DeviceInfo h100_sxm_device_info() noexcept {
   d.max_blocks_per_sm = 32;
   d.regs_per_sm = 65536;
   d.cooperative_launch = true;
-  d.max_cluster_size = portable_cluster_size;
+  d.max_cluster_size = cluster_limit_of(d.cc_major);
   d.global_memory_bytes = 85520809984ull;  // 79.6 GiB as the runtime reports it
   d.l2_bytes = 52428800;
   return d;

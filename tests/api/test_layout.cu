@@ -440,8 +440,11 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
   // Exact fits (every block share is threads x elems), whole vectors, and odd widths: each kernel
   // instantiation (exact fit, whole vectors, checked) runs.
-  for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131072}, {2, 8192}, {4, 70000}, {5, 4097}, {3, 70001}}) {
+  // Rows of 262144 and 200003 elements need clusters of 16 blocks (13 at least), where the device has them.
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131072}, {2, 8192}, {4, 70000}, {5, 4097}, {3, 70001},
+                     {1, 262144}, {2, 200003}}) {
     const std::int64_t rows = shape.first, cols = shape.second;  // a lambda capturing bindings would be C++20
+    if (rss::cluster_chunk(cols, max_cluster_size) > 512 * 64) continue;  // no cluster of this device holds it
     const Strided<float> p(Layout::contiguous(rows, cols), rss_test::fresh_seed());
     rss_test::DeviceBuffer x(p.x.size() * sizeof(float)), y(p.x.size() * sizeof(float));
     RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
@@ -511,4 +514,46 @@ TEST_CASE("cluster_row matches the reference with every configuration that fits"
     CHECK(tested > 0);
   }
   cudaStreamDestroy(stream);
+}
+
+template <class T>
+void check_automatic_long_cluster_rows(double tolerance) {
+  cudaStream_t stream = nullptr;
+  RSS_TEST_CUDA(cudaStreamCreate(&stream));
+  for (auto shape : {std::pair<std::int64_t, std::int64_t>{1, 131073}, {3, 151936}, {2, 262144}, {1, 262136}}) {
+    const std::int64_t rows = shape.first, cols = shape.second;
+    const Strided<T> p(Layout::contiguous(rows, cols), rss_test::fresh_seed());
+    rss_test::DeviceBuffer x(p.x.size() * sizeof(T)), y(p.x.size() * sizeof(T));
+    RSS_TEST_CUDA(cudaMemcpy(x.get(), p.x.data(), x.bytes(), cudaMemcpyHostToDevice));
+    std::size_t bytes = 0;  // automatic plans its fallback too (local_fusion, which needs a workspace)
+    REQUIRE(rss::workspace_bytes<T>(Strategy::automatic, rows, cols, &bytes) == Status::success);
+    rss_test::DeviceBuffer workspace(bytes);
+    rss::Operator<T> op;
+    REQUIRE(op.initialize(Strategy::automatic, x.get<const T>(), y.get<T>(), p.layout, workspace.get(), bytes) ==
+            Status::success);
+    rss::LaunchList list;
+    REQUIRE(op.describe(&list) == Status::success);
+    INFO(rows << " x " << cols << " seed " << p.seed << ": " << list.items[0].kernel << ", cluster of "
+              << list.items[0].cluster_size);
+    CHECK(std::string(list.items[0].kernel).rfind("cluster_row", 0) == 0);
+    CHECK(list.items[0].cluster_size > 8);
+    rss_test::poison(y);
+    Strategy ran{};
+    REQUIRE(op.run(stream, &ran) == Status::success);
+    CHECK(ran == Strategy::cluster_row);
+    RSS_TEST_CUDA(cudaStreamSynchronize(stream));
+    CHECK(p.error(download<T>(y, p.x.size()), cols) <= tolerance);
+  }
+  cudaStreamDestroy(stream);
+}
+
+TEST_CASE("automatic keeps rows of 131073 to 262144 elements in cluster_row, in clusters of 9 to 16 blocks",
+          "[gpu][cluster_row][auto]") {
+  if (cluster_limit() <= 8) {
+    WARN("this device launches clusters of at most 8 blocks: rows past 131072 elements leave cluster_row");
+    return;
+  }
+  check_automatic_long_cluster_rows<float>(rss::reference::fp32_tolerance);
+  check_automatic_long_cluster_rows<__nv_bfloat16>(rss::reference::half_tolerance);
+  check_automatic_long_cluster_rows<__half>(rss::reference::half_tolerance);
 }

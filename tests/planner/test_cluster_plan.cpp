@@ -18,8 +18,8 @@ using rss::Strategy;
 
 namespace {
 
-/// The H200's description with clusters of up to `n` blocks (16: Hopper's non-portable size, which the
-/// planner handles although the library launches at most 8; 0: a device without clusters).
+/// The H200's description with clusters of up to `n` blocks (16: Hopper's non-portable size, the H200's own;
+/// 8: the portable size; 0: a device without clusters).
 rss::DeviceInfo clusters_of(int n, int sm_count = 132) {
   rss::DeviceInfo d = rss::h200_device_info();
   d.max_cluster_size = n;
@@ -108,6 +108,32 @@ TEST_CASE("cluster_row refuses rows longer than a cluster of 16 holds", "[planne
   CHECK(rss::plan_cluster_row(clusters_of(8), 1, longest / 2 + 1, DType::fp32, nullptr, &plan) == Status::not_admissible);
   CHECK(rss::plan_cluster_row(clusters_of(8), 1, longest / 2, DType::fp32, nullptr, &plan) == Status::success);
   CHECK(plan.config.cluster_size == 8);
+}
+
+TEST_CASE("clusters of up to 16 blocks where the device admits them: rows of up to 262144 elements stay in cluster_row",
+          "[planner][cluster_row][auto]") {
+  // Non-portable 16-block clusters on Hopper and Blackwell data-centre parts; the portable 8 elsewhere.
+  CHECK(rss::h200_device_info().max_cluster_size == 16);
+  CHECK(rss::h100_sxm_device_info().max_cluster_size == 16);
+  CHECK(rss::cluster_limit_of(10) == 16);
+  CHECK(rss::cluster_limit_of(8) == 8);
+  CHECK(rss::cluster_limit_of(12) == 8);
+  const rss::DeviceInfo h200 = rss::h200_device_info();
+  // The default rule takes the fewest blocks of 512 threads x 32 elements: 9 to 16 of them past 131072 elements.
+  for (DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
+    CAPTURE(rss::dtype_name(dtype));
+    CHECK(rss::default_cluster_config(131072, dtype, 16) == ClusterConfig{512, 32, 8});
+    CHECK(rss::default_cluster_config(131073, dtype, 16) == ClusterConfig{512, 32, 9});
+    CHECK(rss::default_cluster_config(151936, dtype, 16) == ClusterConfig{512, 32, 10});
+    CHECK(rss::default_cluster_config(256000, dtype, 16) == ClusterConfig{512, 32, 16});
+    CHECK(rss::default_cluster_config(262144, dtype, 16) == ClusterConfig{512, 32, 16});
+    CHECK(rss::default_cluster_config(262145, dtype, 16).cluster_size == 0);
+    CHECK(rss::default_cluster_config(131073, dtype, 8).cluster_size == 0);
+    for (std::int64_t rows : {1, 32}) {
+      CHECK(rss::heuristic_choice(h200, rows, 262144, dtype).config.strategy == Strategy::cluster_row);
+      CHECK(rss::heuristic_choice(h200, rows, 262145, dtype).config.strategy != Strategy::cluster_row);
+    }
+  }
 }
 
 TEST_CASE("cluster_row plans empty shapes and refuses bad arguments and devices without clusters", "[planner][cluster_row]") {
@@ -377,7 +403,7 @@ TEST_CASE("shipped tuning tables are found by compute capability, SM count and m
       if (c.cluster.cluster_size > 0) CHECK(c.strategy == Strategy::cluster_row);
       // A tuned cluster configuration must fit its whole range, within the clusters the library launches.
       if (c.strategy == Strategy::cluster_row && c.cluster.cluster_size > 0) {
-        CHECK(rss::cluster_config_fits(c.cluster, t.entries[i].max_cols, t.entries[i].dtype, rss::portable_cluster_size));
+        CHECK(rss::cluster_config_fits(c.cluster, t.entries[i].max_cols, t.entries[i].dtype, rss::max_cluster_blocks));
       }
     }
   }
@@ -389,7 +415,8 @@ TEST_CASE("shipped tuning tables are found by compute capability, SM count and m
   // The H200 pilots' entries (bench/results/pilot/h200_pilot*.json) answer for their shapes.
   const rss::AutoChoice tuned = rss::automatic_choice(d, 32, 128256, DType::fp32);
   CHECK(tuned.from_table);
-  CHECK(tuned.config.cluster == rss::ClusterConfig{512, 64, 6, rss::RowResidence::shared_memory});
+  // Pilot 9 re-measured it with clusters of up to 16 blocks: 12 blocks, the row in shared memory.
+  CHECK(tuned.config.cluster == rss::ClusterConfig{256, 64, 12, rss::RowResidence::shared_memory});
   // Pilot 8 re-measured 16384 x 8192 fp32 and supersedes pilot 7's entry there: the heuristic decides again.
   CHECK_FALSE(rss::automatic_choice(d, 16384, 8192, DType::fp32).from_table);
   const rss::AutoChoice long_fp16 = rss::automatic_choice(d, 1, 4194304, DType::fp16);

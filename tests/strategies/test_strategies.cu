@@ -206,8 +206,9 @@ TEST_CASE("rows that a few entries dominate: y and the row statistics of every s
 // 2-byte type; every strategy in all_strategies. 700 and 600 rows: more than the resident clusters of
 // cluster_row_pipelined, whose blocks then loop over rows with both tiles. long_row only on the shapes of
 // at most 5 rows: each of its rows is two exchanges among every block of the chip, which racecheck slows to
-// about a second each (200 rows took longer than 7 minutes); its own tests cover many rows.
+// about a second each (200 rows took longer than 7 minutes); its own tests cover many rows. 2 x 200003: cluster_row
+// in clusters of more than 8 blocks (13), where the device has them.
 TEST_CASE("representative shapes for the sanitizers", "[.][sanitize]") {
-  check_all_strategies<float>({{3, 20000}, {200, 1027}, {1, 70001}, {4, 131072}, {700, 1027}}, false, 5);
+  check_all_strategies<float>({{3, 20000}, {200, 1027}, {1, 70001}, {4, 131072}, {700, 1027}, {2, 200003}}, false, 5);
   check_all_strategies<__nv_bfloat16>({{5, 4096}, {2, 1001}, {600, 2048}}, false, 5);
 }

@@ -45,7 +45,7 @@ inline constexpr int slot_sets = R::count == 1 ? 2 : 1;
 template <int Threads, int Sets, class V>
 struct RoundStorage {
   typename cub::BlockReduce<V, Threads>::TempStorage reduce;
-  ClusterSlots<V, portable_cluster_size> slots[Sets];
+  ClusterSlots<V, max_cluster_blocks> slots[Sets];
 };
 
 template <int Threads, int Sets, class... V>
