@@ -6,6 +6,10 @@
 # API), not that 12.8's compiler builds them; nvcc's own crt/ headers still come from the installed toolkit.
 # Usage: scripts/check_cuda128.sh [WORK_DIR]   (WORK_DIR keeps the downloaded headers; default a temp dir)
 set -euo pipefail
+case "${1-}" in
+  -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+  -*) echo "scripts/check_cuda128.sh: unknown option '$1' (it takes a WORK_DIR; --help says what it does)" >&2; exit 2 ;;
+esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v nvcc >/dev/null 2>&1 || export PATH="/usr/local/cuda/bin:$PATH"
 work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/rss-cuda128.XXXXXX")}

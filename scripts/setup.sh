@@ -4,9 +4,13 @@
 # Usage: source scripts/setup.sh [catch2] [benchmark]   (the tests need Catch2, the bench Google Benchmark;
 # both need CMake 3.21+, a C++17 compiler, the CUDA toolkit 12.8+, python3 with the packages of requirements.txt)
 
+case "${1-}" in  # -h, --help (sourced or run): this text
+  -h | --help) sed -n '1,/^$/{/^$/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; return 0 2>/dev/null || exit 0 ;;
+esac
+# A failure stops the sourcing script (return from the source), or this one where it was run: rss_fail
+# only prints, and each call is followed by the return (a return inside rss_fail would only leave rss_fail).
 rss_fail() {
   echo "scripts/setup.sh: $*" >&2
-  return 1 2>/dev/null || exit 1
 }
 
 if ! command -v nvcc >/dev/null 2>&1; then
@@ -14,11 +18,12 @@ if ! command -v nvcc >/dev/null 2>&1; then
     export PATH="/usr/local/cuda/bin:$PATH"
   else
     rss_fail "nvcc is neither on PATH nor in /usr/local/cuda/bin: install the CUDA toolkit (12.8 or newer) and put its bin/ on PATH"
+    return 1 2>/dev/null || exit 1
   fi
 fi
 export CUDACXX="${CUDACXX:-$(command -v nvcc)}"
-command -v cmake >/dev/null 2>&1 || rss_fail "cmake not found: install CMake 3.21 or newer (Debian: apt-get install cmake; or python3 -m pip install cmake)"
-command -v python3 >/dev/null 2>&1 || rss_fail "python3 not found (Debian: apt-get install python3)"
+command -v cmake >/dev/null 2>&1 || { rss_fail "cmake not found: install CMake 3.21 or newer (Debian: apt-get install cmake; or python3 -m pip install cmake)"; return 1 2>/dev/null || exit 1; }
+command -v python3 >/dev/null 2>&1 || { rss_fail "python3 not found (Debian: apt-get install python3)"; return 1 2>/dev/null || exit 1; }
 echo "nvcc: $CUDACXX ($(nvcc --version | grep -o 'release [0-9.]*')); $(cmake --version | head -n 1); python3: $(python3 --version 2>&1)"
 
 rss_have_header() {  # a Debian package, or the header where a source install puts it
@@ -29,12 +34,12 @@ for rss_want in "$@"; do
   case "$rss_want" in
     catch2) rss_have_header catch2 catch2/catch.hpp || rss_apt+=(catch2) ;;
     benchmark) rss_have_header libbenchmark-dev benchmark/benchmark.h || rss_apt+=(libbenchmark-dev) ;;
-    *) rss_fail "unknown component '$rss_want' (known: catch2 benchmark)" ;;
+    *) rss_fail "unknown component '$rss_want' (known: catch2 benchmark)"; return 1 2>/dev/null || exit 1 ;;
   esac
 done
 # The Python packages: requirements.txt (one requirement a line, its name also the module it imports).
 rss_requirements="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/requirements.txt"
-[ -f "$rss_requirements" ] || rss_fail "$rss_requirements not found"
+[ -f "$rss_requirements" ] || { rss_fail "$rss_requirements not found"; return 1 2>/dev/null || exit 1; }
 rss_pip=()    # the missing requirements, as written there (pip installs them)
 rss_names=()  # their names (import check, Debian's python3-NAME)
 while read -r rss_req || [ -n "$rss_req" ]; do  # a last line without a newline too

@@ -195,6 +195,26 @@ inline void print_flag(const std::string& flag, const std::string& text) {
   std::printf("  %-22s %s\n", flag.c_str(), indented.c_str());
 }
 
+/// A comma list printed from `column` on: broken after a comma where it would pass `width`, each later line indented
+/// to the shared flags' text column (a suite's default shape list is longer than one line).
+inline std::string wrap_list(const std::string& list, std::size_t column, std::size_t width = 112) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma + 1 - start);
+    if (!line.empty() && column + line.size() + item.size() > width) {
+      out += line + "\n" + std::string(25, ' ');
+      line.clear();
+      column = 25;
+    }
+    line += item;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out + line;
+}
+
 /// The flags every suite shares, with this suite's defaults, then its own; then Google Benchmark's. `about` follows
 /// "PROGRAM: ".
 inline void print_help(const char* about, const std::string& pilot_help, const std::vector<ExtraFlag>& extra,
@@ -220,7 +240,7 @@ inline void print_help(const char* about, const std::string& pilot_help, const s
       "                         type (default: %s)\n"
       "  --dtypes=LIST          storage types of the bare shapes, comma list of fp32, bf16, fp16 (default %s)\n",
       program_name, d.out.c_str(), d.rounds, d.iterations, d.warmup, static_cast<unsigned long long>(d.seed),
-      static_cast<unsigned long long>(d.fixture_seed), d.shapes.c_str(), d.dtypes.c_str());
+      static_cast<unsigned long long>(d.fixture_seed), wrap_list(d.shapes, 40).c_str(), d.dtypes.c_str());
   if (!pilot_help.empty()) print_flag("--pilot", pilot_help);
   for (const ExtraFlag& f : extra) print_flag(f.name + "=" + f.value, f.help);
   std::printf(

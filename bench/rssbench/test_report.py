@@ -570,6 +570,20 @@ class SessionTest(unittest.TestCase):
             self.assertIn(needle, p.stderr)
             self.assertNotIn("GPU", p.stderr)
 
+    def test_every_shell_script_answers_help(self):
+        # -h/--help prints the script's header, exit 0, and does nothing else: no argument taken as a folder.
+        root = os.path.dirname(os.path.dirname(TOOLS))
+        scripts = sorted(os.path.relpath(os.path.join(d, f), root) for top in ("scripts", "tests", "bench", "python")
+                         for d, _, files in os.walk(os.path.join(root, top)) for f in files if f.endswith(".sh"))
+        self.assertIn(os.path.join("scripts", "setup.sh"), scripts)
+        for sh in scripts:
+            with tempfile.TemporaryDirectory() as cwd:
+                p = subprocess.run(["bash", os.path.join(root, sh), "--help"], capture_output=True, text=True,
+                                   cwd=cwd, timeout=60)
+                self.assertEqual((p.returncode, p.stderr), (0, ""), sh)
+                self.assertGreater(len(p.stdout.splitlines()), 1, sh)
+                self.assertEqual(os.listdir(cwd), [], sh)
+
 
 class TuneTest(unittest.TestCase):
     """tune: an entry only for a clear, consistent win over the heuristic; a header that compiles."""
