@@ -26,9 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "rss/reference/cpu_reference.hpp"
-#include "rss/reference/tolerance.hpp"
 #include "rss/rss.cuh"
+#include "stamps_common.hpp"
 
 namespace {
 
@@ -36,19 +35,6 @@ constexpr int points = 8;
 constexpr int runs = 30;
 const char* const point_names[points] = {"entry",  "set up",   "stats",    "round 1",
                                          "exps",   "round 2",  "stored",   "exit"};
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "cluster_row_stamps: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 template <class T>
 void measure(const std::string& label, std::int64_t rows, std::int64_t cols, rss::Config config, double clock_ghz) {
@@ -95,15 +81,7 @@ void measure(const std::string& label, std::int64_t rows, std::int64_t cols, rss
     const unsigned long long wall0[2] = {~0ull, 0ull};
     check(cudaMemcpyToSymbol(rss_cluster_row_wall, wall0, sizeof(wall0)), "reset");
     check(cudaDeviceSynchronize(), "reset");
-    const auto t0 = std::chrono::steady_clock::now();
-    check(cudaEventRecord(start), "record");
-    if (op.run() != rss::Status::success) std::exit(1);
-    check(cudaEventRecord(stop), "record");
-    check(cudaEventSynchronize(stop), "run");
-    host_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    float ms = 0.0f;
-    check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-    event_us.push_back(ms * 1000.0);
+    timed_run(start, stop, [&] { return op.run() == rss::Status::success; }, &host_us, &event_us);
     unsigned long long wall[2];
     check(cudaMemcpyFromSymbol(wall, rss_cluster_row_wall, sizeof(wall)), "wall");
     wall_us.push_back(static_cast<double>(wall[1] - wall[0]) / 1000.0);
@@ -126,37 +104,8 @@ void measure(const std::string& label, std::int64_t rows, std::int64_t cols, rss
   std::printf("  us since the block's entry (clock64 at %.2f GHz): median block / slowest block\n", clock_ghz);
   for (int i = 1; i < points; ++i) std::printf("  %-8s %7.2f %7.2f\n", point_names[i], median(med[i]), median(slow[i]));
 
-  check(cudaMemset(y, 0xff, count * sizeof(T)), "poison y");
-  if (op.run() != rss::Status::success) std::exit(1);
-  std::vector<T> out(count);
-  check(cudaMemcpy(out.data(), y, count * sizeof(T), cudaMemcpyDeviceToHost), "copy y");
-  double worst = 0.0, bound = 0.0;
-  std::vector<float> xf(static_cast<std::size_t>(cols)), of(static_cast<std::size_t>(cols));
-  std::vector<double> ref(static_cast<std::size_t>(cols));
-  for (std::int64_t i = 0; i < rows; ++i) {
-    for (std::int64_t j = 0; j < cols; ++j) {
-      xf[j] = static_cast<float>(host[i * cols + j]);
-      of[j] = static_cast<float>(out[i * cols + j]);
-    }
-    rss::reference::rms_scaled_softmax_row(xf.data(), ref.data(), cols);
-    const double e = rss::reference::row_relative_error(of.data(), ref.data(), cols);
-    const double tol = sizeof(T) == 4 ? rss::reference::fp32_tolerance
-                                      : rss::reference::storage_tolerance(ref.data(), cols, [](double v) {
-                                          return static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(v))));
-                                        });
-    if (!(e <= worst)) worst = e;
-    bound = std::max(bound, tol);
-    if (!(e <= tol)) {
-      std::printf("  check    row %lld: relative error %.2e > %.2e: FAILED\n", static_cast<long long>(i), e, tol);
-      break;
-    }
-  }
-  std::printf("  check    worst relative error %.2e (bound %.2e): %s\n", worst, bound, worst <= bound ? "ok" : "FAILED");
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaFree(workspace);
-  cudaFree(y);
-  cudaFree(x);
+  check_poisoned_run(y, host, rows, cols, [&] { return op.run() == rss::Status::success; });
+  release(start, stop, {workspace, y, x});
 }
 
 }  // namespace

@@ -31,9 +31,8 @@
 #include <vector>
 
 #include "rss/device.cuh"
-#include "rss/reference/cpu_reference.hpp"
-#include "rss/reference/tolerance.hpp"
 #include "rss/strategies/long_row.cuh"
+#include "stamps_common.hpp"
 
 namespace {
 
@@ -41,18 +40,6 @@ constexpr int points = 12;
 constexpr int runs = 30;
 const char* const point_names[points] = {"entry",     "set up",  "issued",    "chunk 0",  "phase 1",  "cluster 1",
                                          "round 1",   "phase 2", "cluster 2", "round 2",  "phase 3",  "exit"};
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "long_row_stamps: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 template <class T>
 void measure(const char* dtype, std::int64_t cols) {
@@ -99,15 +86,7 @@ void measure(const char* dtype, std::int64_t cols) {
     check(cudaMemcpyToSymbol(rss_long_row_stamp_min, none.data(), points * sizeof(unsigned long long)), "reset");
     check(cudaMemcpyToSymbol(rss_long_row_stamp_max, zero.data(), points * sizeof(unsigned long long)), "reset");
     check(cudaDeviceSynchronize(), "reset");
-    const auto t0 = std::chrono::steady_clock::now();
-    check(cudaEventRecord(start), "record");
-    if (run() != rss::Status::success) std::exit(1);
-    check(cudaEventRecord(stop), "record");
-    check(cudaEventSynchronize(stop), "run");
-    host_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    float ms = 0.0f;
-    check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
-    event_us.push_back(ms * 1000.0);
+    timed_run(start, stop, [&] { return run() == rss::Status::success; }, &host_us, &event_us);
     std::vector<unsigned long long> mn(points), mx(points);
     check(cudaMemcpyFromSymbol(mn.data(), rss_long_row_stamp_min, points * sizeof(unsigned long long)), "stamps");
     check(cudaMemcpyFromSymbol(mx.data(), rss_long_row_stamp_max, points * sizeof(unsigned long long)), "stamps");
@@ -122,32 +101,8 @@ void measure(const char* dtype, std::int64_t cols) {
 
   // One more run into a poisoned y (NaN bits), against the double reference: a variant that loads the tile
   // wrong shows here, not only in the tests.
-  check(cudaMemset(y, 0xff, host.size() * sizeof(T)), "poison y");
-  if (run() != rss::Status::success) std::exit(1);
-  std::vector<T> out(host.size());
-  check(cudaMemcpy(out.data(), y, out.size() * sizeof(T), cudaMemcpyDeviceToHost), "copy y");
-  std::vector<float> xf(host.size());
-  for (std::size_t j = 0; j < host.size(); ++j) xf[j] = static_cast<float>(host[j]);
-  std::vector<double> ref(host.size());
-  rss::reference::rms_scaled_softmax_row(xf.data(), ref.data(), cols);
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t j = 0; j < out.size(); ++j) {
-    const double d = static_cast<double>(static_cast<float>(out[j])) - ref[j];
-    diff += d * d;
-    norm += ref[j] * ref[j];
-  }
-  const double error = std::sqrt(diff) / std::sqrt(norm);
-  // The tests' bound: fp32's, or what rounding the exact answer to T costs plus twice fp32's.
-  const double tolerance =
-      sizeof(T) == 4 ? rss::reference::fp32_tolerance : rss::reference::storage_tolerance(ref.data(), cols, [](double v) {
-        return static_cast<double>(static_cast<float>(static_cast<T>(static_cast<float>(v))));
-      });
-  std::printf("  check    relative error %.2e (tolerance %.2e): %s\n", error, tolerance, error <= tolerance ? "ok" : "FAILED");
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaFree(workspace);
-  cudaFree(y);
-  cudaFree(x);
+  check_poisoned_run(y, host, 1, cols, [&] { return run() == rss::Status::success; });
+  release(start, stop, {workspace, y, x});
 }
 
 }  // namespace
