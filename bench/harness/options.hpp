@@ -186,10 +186,13 @@ inline bool parse_options(int* argc, char** argv, const std::vector<ExtraFlag>& 
   return help;
 }
 
+/// Where the shared flags' texts start in --help.
+inline constexpr std::size_t help_text_column = 25;
+
 /// A suite's flag in --help: the flag in the column of the shared ones, its text beside it, the text's later lines
 /// indented to that column (so a suite's texts carry no layout).
 inline void print_flag(const std::string& flag, const std::string& text) {
-  const std::string column(25, ' ');  // where the shared flags' texts start
+  const std::string column(help_text_column, ' ');
   std::string indented;
   for (const char c : text) indented += c == '\n' ? "\n" + column : std::string(1, c);
   std::printf("  %-22s %s\n", flag.c_str(), indented.c_str());
@@ -204,9 +207,9 @@ inline std::string wrap_list(const std::string& list, std::size_t column, std::s
     std::size_t comma = list.find(',', start);
     const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma + 1 - start);
     if (!line.empty() && column + line.size() + item.size() > width) {
-      out += line + "\n" + std::string(25, ' ');
+      out += line + "\n" + std::string(help_text_column, ' ');
       line.clear();
-      column = 25;
+      column = help_text_column;
     }
     line += item;
     if (comma == std::string::npos) break;

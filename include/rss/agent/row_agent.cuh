@@ -202,9 +202,6 @@ Status admit_row_kernel(Kernel k, const DeviceInfo& d, ClusterGrid grid, Cluster
       *resident = per_sm * d.sm_count;
       return Status::success;
     }
-    if (c.cluster_size > portable_cluster_size) {  // the occupancy query and the launch both need it
-      RSS_TRY(from_cuda(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)));
-    }
     return active_clusters(k, d, c.threads, c.cluster_size, dynamic, resident);  // the driver must place one
   }));
   *blocks_per_sm_out = per_sm;

@@ -114,7 +114,9 @@ Status blocks_per_sm(Kernel kernel, const DeviceInfo& d, int threads, std::size_
 
 /// Clusters of `cluster_size` blocks of `kernel` (threads per block, dynamic shared bytes per block) that
 /// device d can hold at once (cudaOccupancyMaxActiveClusters); 0: not even one. Call kernel_facts first
-/// when `dynamic` may pass 48 KB.
+/// when `dynamic` may pass 48 KB. A cluster of more than portable_cluster_size blocks needs the kernel's
+/// non-portable attribute, for this query and for the launch: it is set here, once per kernel, size and device
+/// (with the answer cached), not on every plan.
 template <class Kernel>
 Status active_clusters(Kernel kernel, const DeviceInfo& d, int threads, int cluster_size, std::size_t dynamic,
                        int* out) noexcept {
@@ -131,6 +133,9 @@ Status active_clusters(Kernel kernel, const DeviceInfo& d, int threads, int clus
   attribute.val.clusterDim.z = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
+  if (cluster_size > portable_cluster_size) {
+    RSS_TRY(from_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)));
+  }
   int clusters = 0;
   RSS_TRY(from_cuda(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config)));
   OccupancyCache::instance().insert(key, KernelFacts{}, clusters);
