@@ -92,9 +92,10 @@ TEST_CASE("each program's default rule, through the one rule", "[planner][row_sp
         CHECK(rss::cluster_chunk(cols, c.cluster_size) <= std::int64_t{c.threads} * c.elems_per_thread);
       }
       if (f.cluster_size > 0) CHECK(rss::cluster_config_fits(f, cols, dtype, 8));
-      if (b.cluster_size > 0) CHECK(rss::backward_cluster_config_fits(b, cols, dtype, 8));
+      if (b.cluster_size > 0) CHECK(rss::backward_cluster_config_fits(b, cols, dtype, 8, false));
+      CHECK((b.cluster_size > 0) == (cols <= rss::backward_cluster_max_cols(false)));
       if (s.cluster_size > 0) {
-        CHECK(rss::backward_cluster_config_fits(s, cols, dtype, 8));
+        CHECK(rss::backward_cluster_config_fits(s, cols, dtype, 8, true));
         if (cols <= 8 * 256 * 32) CHECK(s.threads == 256);  // saved statistics: 256-thread blocks while they hold the row
       }
       // The sharded device path plans a share as the forward plans a row.
@@ -200,4 +201,11 @@ TEST_CASE("the forward's register budget: tight where a 16-bit or 512-thread sha
   CHECK(rss::register_budget_blocks(512, forward_registers(512, 32, Fit::exact, 4)) == 2);
   CHECK(forward_registers(256, 8, Fit::checked, 4) == 40);
   CHECK(forward_registers(512, 4, Fit::exact, 2) == 40);
+  // Where ptxas spilled at those budgets: a checked 16-bit 512 x 32 share (one block per SM) and the statistics'
+  // write in 512 x 16 16-bit blocks (two); the forward without statistics and fp32 keep theirs.
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 32, Fit::checked, 2)) == 1);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 32, Fit::checked, 4)) == 2);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 16, Fit::vectors, 2, true)) == 2);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 16, Fit::vectors, 2, false)) == 3);
+  CHECK(rss::register_budget_blocks(256, forward_registers(256, 16, Fit::vectors, 2, true)) == 6);
 }
