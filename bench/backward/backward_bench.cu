@@ -80,24 +80,21 @@ std::vector<Variant> variants_for(const Shape& s) {
                             {"cluster_row_saved", B::cluster_row, false, true},
                             {"automatic_saved", B::automatic, false, true}};
   if (!g_options.pilot) return v;
-  for (const bool saved : {false, true})
-    for (const int threads : rss::backward_cluster_threads)
-      for (const int elems : rss::backward_cluster_elems)
-        for (int c = 1; c <= rss::backward_max_cluster_size; ++c) {
-          const rss::BackwardClusterConfig config{threads, elems, c};
-          const std::int64_t cols = s.cols;
-          // Only configurations that hold the row with every block and thread busy: the first c - 1 blocks' shares
-          // (multiples of 8 elements) leave some for the last; neither one block less nor half the elements holds it.
-          const auto fits = [&](const rss::BackwardClusterConfig& k) {
-            return rss::backward_cluster_config_fits(k, cols, s.dtype, rss::backward_max_cluster_size, saved);
-          };
-          if (!fits(config)) continue;
-          if (c > 1 && (cols + 8 * c - 1) / (8 * c) * 8 * (c - 1) >= cols) continue;
-          if (c > 1 && fits({threads, elems, c - 1})) continue;
-          if (fits({threads, elems / 2, c})) continue;
-          const std::string geometry = std::to_string(threads) + "x" + std::to_string(elems) + "x" + std::to_string(c);
-          v.push_back({(saved ? "cluster_row_saved:" : "cluster_row:") + geometry, B::cluster_row, false, saved, config});
-        }
+  for (const int threads : rss::backward_cluster_threads)
+    for (const int elems : rss::backward_cluster_elems)
+      for (int c = 1; c <= rss::backward_max_cluster_size; ++c) {
+        const rss::BackwardClusterConfig config{threads, elems, c};
+        const std::int64_t cols = s.cols;
+        // Only configurations that hold the row with every block and thread busy: the first c - 1 blocks' shares
+        // (multiples of 8 elements) leave some for the last; neither one block less nor half the elements holds it.
+        if (!rss::backward_cluster_config_fits(config, cols, s.dtype, rss::backward_max_cluster_size)) continue;
+        if (c > 1 && (cols + 8 * c - 1) / (8 * c) * 8 * (c - 1) >= cols) continue;
+        if (c > 1 && rss::backward_cluster_config_fits({threads, elems, c - 1}, cols, s.dtype, 8)) continue;
+        if (rss::backward_cluster_config_fits({threads, elems / 2, c}, cols, s.dtype, 8)) continue;
+        const std::string geometry = std::to_string(threads) + "x" + std::to_string(elems) + "x" + std::to_string(c);
+        v.push_back({"cluster_row:" + geometry, B::cluster_row, false, false, config});
+        v.push_back({"cluster_row_saved:" + geometry, B::cluster_row, false, true, config});
+      }
   return v;
 }
 

@@ -215,12 +215,11 @@ Status run_case(BackwardStrategy strategy, const Problem<T>& p, bool in_place, i
   return s;
 }
 
-/// Whether cluster_row holds a row of `cols` on this device (saved: from saved statistics, which hold longer rows).
-bool cluster_holds(std::int64_t cols, rss::DType dtype, bool saved = false) {
+bool cluster_holds(std::int64_t cols, rss::DType dtype) {
   rss::DeviceInfo device;
   REQUIRE(rss::current_device_info(&device) == Status::success);
   const int max_cluster = std::min(device.max_cluster_size, rss::backward_max_cluster_size);
-  return rss::default_backward_cluster_config(cols, dtype, max_cluster, saved).cluster_size > 0;
+  return rss::default_backward_cluster_config(cols, dtype, max_cluster).cluster_size > 0;
 }
 
 template <class T>
@@ -236,7 +235,7 @@ void check_strategies(const BackwardLayout& l, std::uint64_t seed, bool in_place
     std::string failure;
     BackwardStrategy ran{};
     const Status s = run_case<T>(strategy, p, in_place, shift, &failure, &ran, saved);
-    const bool holds = cluster_holds(l.cols, rss::StorageTraits<T>::dtype, saved);
+    const bool holds = cluster_holds(l.cols, rss::StorageTraits<T>::dtype);
     if (strategy == BackwardStrategy::cluster_row && !holds && !l.empty()) {
       CHECK(s == Status::not_admissible);
     } else {
@@ -369,7 +368,7 @@ void check_forward_statistics_feed_backward(rss::Strategy forward, std::int64_t 
                                                      rss::Layout::contiguous(rows, cols), fw.get(), fw_bytes) ==
           Status::success);
   for (const BackwardStrategy strategy : kStrategies) {
-    if (strategy == BackwardStrategy::cluster_row && !cluster_holds(cols, rss::dtype_of<T>, true)) continue;
+    if (strategy == BackwardStrategy::cluster_row && !cluster_holds(cols, rss::dtype_of<T>)) continue;
     INFO(type_name<T>() << " forward " << rss::strategy_name(forward) << ", backward "
                         << rss::backward_strategy_name(strategy) << " " << rows << " x " << cols
                         << (spiky ? " spiky rows" : ""));
@@ -669,19 +668,14 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
     CHECK(p.check(got) == "");
   }
 
-  // The one-call description: from saved statistics, cluster_row on the article's long rows is one launch of
-  // 8-block clusters; reading y it does not hold them (512 x 32 is left out), and automatic runs two_pass.
+  // The one-call description: cluster_row on the article's long rows is one launch of 8-block clusters.
   rss::LaunchList list;
-  REQUIRE(rss::describe_backward_launches<float>(BackwardStrategy::automatic, 64, 131072, &list, true) == Status::success);
-  if (cluster_holds(131072, rss::DType::fp32, true)) {
+  REQUIRE(rss::describe_backward_launches<float>(BackwardStrategy::automatic, 64, 131072, &list) == Status::success);
+  if (cluster_holds(131072, rss::DType::fp32)) {
     REQUIRE(list.size == 1);
     CHECK(list.items[0].cluster_size == 8);
     CHECK(list.items[0].grid == 64u * 8u);
   }
-  CHECK_FALSE(cluster_holds(131072, rss::DType::fp32));
-  REQUIRE(rss::describe_backward_launches<float>(BackwardStrategy::automatic, 64, 131072, &list) == Status::success);
-  CHECK(list.size == 2);
-  CHECK(rss::describe_backward_launches<float>(BackwardStrategy::cluster_row, 1, 65537, &list) == Status::not_admissible);
   REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::two_pass, 16, 300000, &list) == Status::success);
   CHECK(list.size == 2);
   CHECK(rss::describe_backward_launches<float>(BackwardStrategy::cluster_row, 1, 131073, &list) == Status::not_admissible);

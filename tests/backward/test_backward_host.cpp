@@ -15,47 +15,26 @@ using rss::DType;
 using rss::Status;
 
 TEST_CASE("backward cluster plan holds every row up to its limit, within the kernel contract", "[cpu][backward][planner]") {
-  for (const bool saved : {false, true}) {
-    const std::int64_t limit = rss::backward_cluster_max_cols(saved);
-    for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
-      const int w = 16 / rss::dtype_bytes(dtype);
-      for (std::int64_t cols = 1; cols <= limit; cols = cols < 64 ? cols + 1 : cols * 3 / 2 + 7) {
-        INFO(rss::dtype_name(dtype) << " cols " << cols << (saved ? " saved statistics" : " reading y"));
-        BackwardClusterPlan plan;
-        REQUIRE(rss::plan_backward_cluster_row(8, 5, cols, dtype, nullptr, &plan, saved) == Status::success);
-        const BackwardClusterConfig& c = plan.config;
-        CHECK(rss::backward_cluster_config_fits(c, cols, dtype, 8, saved));
-        CHECK(c.elems_per_thread % w == 0);
-        CHECK(plan.chunk_elems % 8 == 0);
-        CHECK(plan.chunk_elems <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread);
-        CHECK(plan.chunk_elems * c.cluster_size >= cols);
-        CHECK(plan.chunk_elems * (c.cluster_size - 1) < cols);  // no block without elements
-        CHECK(plan.grid_blocks == 5 * c.cluster_size);
-      }
+  for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
+    const int w = 16 / rss::dtype_bytes(dtype);
+    for (std::int64_t cols = 1; cols <= rss::backward_cluster_max_cols; cols = cols < 64 ? cols + 1 : cols * 3 / 2 + 7) {
+      INFO(rss::dtype_name(dtype) << " cols " << cols);
       BackwardClusterPlan plan;
-      CHECK(rss::plan_backward_cluster_row(8, 1, limit, dtype, nullptr, &plan, saved) == Status::success);
-      CHECK(rss::plan_backward_cluster_row(8, 1, limit + 1, dtype, nullptr, &plan, saved) == Status::not_admissible);
+      REQUIRE(rss::plan_backward_cluster_row(8, 5, cols, dtype, nullptr, &plan) == Status::success);
+      const BackwardClusterConfig& c = plan.config;
+      CHECK(rss::backward_cluster_config_fits(c, cols, dtype, 8));
+      CHECK(c.elems_per_thread % w == 0);
+      CHECK(plan.chunk_elems % 8 == 0);
+      CHECK(plan.chunk_elems <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread);
+      CHECK(plan.chunk_elems * c.cluster_size >= cols);
+      CHECK(plan.chunk_elems * (c.cluster_size - 1) < cols);  // no block without elements
+      CHECK(plan.grid_blocks == 5 * c.cluster_size);
     }
+    BackwardClusterPlan plan;
+    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols, dtype, nullptr, &plan) == Status::success);
+    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols + 1, dtype, nullptr, &plan) ==
+          Status::not_admissible);
   }
-  CHECK(rss::backward_cluster_max_cols(false) == 65536);
-  CHECK(rss::backward_cluster_max_cols(true) == 131072);
-}
-
-TEST_CASE("backward cluster plan: 512 x 32 only with saved statistics (three arrays would spill)", "[cpu][backward][planner]") {
-  const BackwardClusterConfig wide{512, 32, 8};
-  CHECK(rss::backward_cluster_config_fits(wide, 131072, DType::fp32, 8, true));
-  CHECK_FALSE(rss::backward_cluster_config_fits(wide, 131072, DType::fp32, 8, false));
-  CHECK_FALSE(rss::backward_cluster_config_fits(wide, 65536, DType::bf16, 8, false));
-  CHECK(rss::backward_cluster_instantiated(512, 32, true));
-  CHECK_FALSE(rss::backward_cluster_instantiated(512, 32, false));
-  CHECK(rss::backward_cluster_instantiated(256, 32, false));
-  BackwardClusterPlan plan;
-  CHECK(rss::plan_backward_cluster_row(8, 1, 131072, DType::fp32, &wide, &plan, true) == Status::success);
-  CHECK(rss::plan_backward_cluster_row(8, 1, 131072, DType::fp32, &wide, &plan, false) == Status::invalid_strategy);
-  // Reading y, rows past 8 x 512 x 16 have no cluster_row plan (automatic falls back to two_pass).
-  CHECK(rss::default_backward_cluster_config(65537, DType::fp32, 8).cluster_size == 0);
-  CHECK(rss::default_backward_cluster_config(128256, DType::bf16, 8).cluster_size == 0);
-  CHECK(rss::plan_backward_cluster_row(8, 1, 131072, DType::bf16, nullptr, &plan) == Status::not_admissible);
 }
 
 TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred configurations, refusals", "[cpu][backward][planner]") {
@@ -65,6 +44,8 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   CHECK(rss::default_backward_cluster_config(65536, DType::fp32, 8) == BackwardClusterConfig{512, 16, 8});
   CHECK(rss::default_backward_cluster_config(32768, DType::bf16, 8) == BackwardClusterConfig{512, 8, 8});
   CHECK(rss::default_backward_cluster_config(8192, DType::bf16, 8) == BackwardClusterConfig{512, 8, 2});
+  CHECK(rss::default_backward_cluster_config(131072, DType::fp32, 8) == BackwardClusterConfig{512, 32, 8});
+  CHECK(rss::default_backward_cluster_config(128256, DType::bf16, 8) == BackwardClusterConfig{512, 32, 8});
   CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == BackwardClusterConfig{512, 8, 1});
   CHECK(rss::default_backward_cluster_config(2048, DType::bf16, 8) == BackwardClusterConfig{256, 8, 1});
   CHECK(rss::default_backward_cluster_config(1000, DType::fp32, 8) == BackwardClusterConfig{256, 4, 1});
@@ -86,7 +67,7 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
     for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
       const BackwardClusterConfig c = rss::default_backward_cluster_config(cols, dtype, 8, true);
       INFO(cols << " " << rss::dtype_name(dtype));
-      CHECK(rss::backward_cluster_config_fits(c, cols, dtype, 8, true));
+      CHECK(rss::backward_cluster_config_fits(c, cols, dtype, 8));
     }
   }
 
@@ -101,7 +82,7 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   CHECK(rss::plan_backward_cluster_row(8, 3, 8192, DType::fp32, &too_small, &plan) == Status::not_admissible);
   CHECK(plan.config == before.config);
   const BackwardClusterConfig not_a_vector{256, 4, 1};  // 4 bf16 elements are half a vector
-  CHECK_FALSE(rss::backward_cluster_config_fits(not_a_vector, 100, DType::bf16, 8, false));
+  CHECK_FALSE(rss::backward_cluster_config_fits(not_a_vector, 100, DType::bf16, 8));
   CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::bf16, &not_a_vector, &plan) == Status::invalid_strategy);
   const BackwardClusterConfig in_shared_memory{256, 8, 1, rss::RowResidence::shared_memory};  // forward only
   CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::fp32, &in_shared_memory, &plan) == Status::invalid_strategy);
@@ -116,12 +97,9 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   REQUIRE(rss::plan_backward_cluster_row(0, 0, 100, DType::fp32, nullptr, &plan) == Status::success);  // empty: no device needed
   CHECK(plan.grid_blocks == 0);
   // A smaller cluster limit moves long rows out of reach.
-  CHECK(rss::plan_backward_cluster_row(2, 1, 65536, DType::fp32, nullptr, &plan, true) == Status::not_admissible);
-  CHECK(rss::plan_backward_cluster_row(2, 1, 32768, DType::fp32, nullptr, &plan, true) == Status::success);
+  CHECK(rss::plan_backward_cluster_row(2, 1, 65536, DType::fp32, nullptr, &plan) == Status::not_admissible);
+  CHECK(rss::plan_backward_cluster_row(2, 1, 32768, DType::fp32, nullptr, &plan) == Status::success);
   CHECK(plan.config == BackwardClusterConfig{512, 32, 2});
-  CHECK(rss::plan_backward_cluster_row(2, 1, 32768, DType::fp32, nullptr, &plan) == Status::not_admissible);
-  CHECK(rss::plan_backward_cluster_row(2, 1, 16384, DType::fp32, nullptr, &plan) == Status::success);
-  CHECK(plan.config == BackwardClusterConfig{512, 16, 2});
 }
 
 TEST_CASE("backward layout validation: sizes, leading dimensions, 64-bit extents", "[cpu][backward][validate]") {

@@ -92,10 +92,9 @@ TEST_CASE("each program's default rule, through the one rule", "[planner][row_sp
         CHECK(rss::cluster_chunk(cols, c.cluster_size) <= std::int64_t{c.threads} * c.elems_per_thread);
       }
       if (f.cluster_size > 0) CHECK(rss::cluster_config_fits(f, cols, dtype, 8));
-      if (b.cluster_size > 0) CHECK(rss::backward_cluster_config_fits(b, cols, dtype, 8, false));
-      CHECK((b.cluster_size > 0) == (cols <= rss::backward_cluster_max_cols(false)));
+      if (b.cluster_size > 0) CHECK(rss::backward_cluster_config_fits(b, cols, dtype, 8));
       if (s.cluster_size > 0) {
-        CHECK(rss::backward_cluster_config_fits(s, cols, dtype, 8, true));
+        CHECK(rss::backward_cluster_config_fits(s, cols, dtype, 8));
         if (cols <= 8 * 256 * 32) CHECK(s.threads == 256);  // saved statistics: 256-thread blocks while they hold the row
       }
       // The sharded device path plans a share as the forward plans a row.

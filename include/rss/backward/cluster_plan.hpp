@@ -18,48 +18,32 @@ using BackwardClusterConfig = ClusterConfig;
 using BackwardClusterPlan = ClusterPlan;
 
 /// Instantiated configurations: threads x elements per thread (whole 16-byte vectors: 4 is fp32 only).
-/// With saved statistics two arrays share the registers (x and dy), reading y three: 32 elements per thread is
-/// then 96 values, more than a 512-thread block's 128 registers hold without spilling (ptxas, sm_90), so that
-/// pair is left out when y is read.
-struct WithoutThreeArraysOf512x32 {
-  static constexpr bool allows(int threads, int elems) noexcept { return !(threads == 512 && elems == 32); }
-};
+/// Three arrays share the registers, so 32 elements per thread is 96 registers of data in fp32.
 using BackwardRegisterConfigs = ConfigGrid<IntList<256, 512>, IntList<4, 8, 16, 32>>;
-using BackwardReadsYRegisterConfigs = ConfigGrid<IntList<256, 512>, IntList<4, 8, 16, 32>, WithoutThreeArraysOf512x32>;
 inline constexpr const int (&backward_cluster_threads)[2] = BackwardRegisterConfigs::ThreadList::values;
 inline constexpr const int (&backward_cluster_elems)[4] = BackwardRegisterConfigs::ElemList::values;
 /// Blocks per cluster the library launches: the portable limit.
 inline constexpr int backward_max_cluster_size = portable_cluster_size;
 
-/// Longest row cluster_row holds: 8 blocks x 512 threads x 32 elements with saved statistics, x 16 reading y.
-constexpr std::int64_t backward_cluster_max_cols(bool saved_statistics) noexcept {
-  return std::int64_t{backward_max_cluster_size} * 512 * (saved_statistics ? 32 : 16);
-}
+/// Longest row cluster_row holds: 8 blocks x 512 threads x 32 elements.
+inline constexpr std::int64_t backward_cluster_max_cols = std::int64_t{backward_max_cluster_size} * 512 * 32;
 
 /// Whether `c` is instantiated and holds a row of `cols` elements of `dtype` in clusters of at most `max_cluster_size`.
 constexpr bool backward_cluster_config_fits(const BackwardClusterConfig& c, std::int64_t cols, DType dtype,
-                                            int max_cluster_size, bool saved_statistics) noexcept {
+                                            int max_cluster_size) noexcept {
   const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
-  if (c.residence != RowResidence::registers) return false;
-  return saved_statistics ? config_holds_row<BackwardRegisterConfigs>(c, cols, dtype, limit)
-                          : config_holds_row<BackwardReadsYRegisterConfigs>(c, cols, dtype, limit);
-}
-
-/// Whether (threads, elems) is instantiated for the saved state.
-constexpr bool backward_cluster_instantiated(int threads, int elems, bool saved_statistics) noexcept {
-  return saved_statistics ? BackwardRegisterConfigs::has(threads, elems)
-                          : BackwardReadsYRegisterConfigs::has(threads, elems);
+  return c.residence == RowResidence::registers && config_holds_row<BackwardRegisterConfigs>(c, cols, dtype, limit);
 }
 
 /// The backward's default rule. With y read: 8 elements of each array per thread (about 64 registers for
 /// every storage type, measured with ptxas for sm_90: two blocks of 512 threads per SM, so one block's
 /// reductions overlap another's loads) in the fewest blocks that hold the row; rows longer than 8 such
-/// blocks take 16 elements per thread (longer ones: two_pass).
+/// blocks take 16, then 32 elements per thread (32: 128 registers, one block per SM).
 /// With saved statistics (two arrays held, x and dy), the backward pilot on the H200 (bench/NOTES.md) favoured
 /// 256-thread blocks with more elements each: one block of 256 threads with the fewest elements per thread
 /// that hold the row (4096 x 4096 bf16: 256 x 16, 53 us against 65 for 512 x 8; 16384 x 8192: 256 x 32, 350
 /// against 550), else 256 x 16 in the fewest blocks (4096 x 32768 fp32: 473 against 692), then 256 x 32,
-/// then the rule with y read and 512 x 32 after it.
+/// then the rule with y read.
 constexpr SplitRule backward_split_rule(bool saved_statistics) noexcept {
   SplitRule rule;
   if (saved_statistics) {
@@ -67,9 +51,7 @@ constexpr SplitRule backward_split_rule(bool saved_statistics) noexcept {
     rule.steps[rule.step_count++] = {16, 256, 2, 0};
     rule.steps[rule.step_count++] = {32, 256, 2, 0};
   }
-  rule.steps[rule.step_count++] = {8};
-  rule.steps[rule.step_count++] = {16};
-  if (saved_statistics) rule.steps[rule.step_count++] = {32};
+  for (const int cap : {8, 16, 32}) rule.steps[rule.step_count++] = {cap};
   return rule;
 }
 
@@ -91,10 +73,9 @@ inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows,
   const int limit = max_cluster_size < backward_max_cluster_size ? max_cluster_size : backward_max_cluster_size;
   return plan_clusters(
       rows, cols, dtype, limit, default_backward_cluster_config(cols, dtype, limit, saved_statistics), preferred,
-      [&](const ClusterConfig& c) { return backward_cluster_config_fits(c, cols, dtype, limit, saved_statistics); },
+      [&](const ClusterConfig& c) { return backward_cluster_config_fits(c, cols, dtype, limit); },
       [&](const ClusterConfig& c) {
-        return c.residence == RowResidence::registers &&
-               backward_cluster_instantiated(c.threads, c.elems_per_thread, saved_statistics) &&
+        return c.residence == RowResidence::registers && BackwardRegisterConfigs::has(c.threads, c.elems_per_thread) &&
                c.elems_per_thread % (16 / dtype_bytes(dtype)) == 0;
       },
       out);

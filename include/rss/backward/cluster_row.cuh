@@ -31,7 +31,7 @@ static_assert(std::is_same_v<Kernel<float>, RowKernel<BackwardRow<float, Recompu
 template <class T>
 Kernel<T> kernel_for(const ClusterConfig& c, Fit fit, bool saved) {
   return saved ? register_kernel_for<BackwardRow<T, RecomputesY>, WithinCluster, BackwardRegisterConfigs, RegisterFits>(c, fit)
-               : register_kernel_for<BackwardRow<T, ReadsY>, WithinCluster, BackwardReadsYRegisterConfigs, RegisterFits>(c, fit);
+               : register_kernel_for<BackwardRow<T, ReadsY>, WithinCluster, BackwardRegisterConfigs, RegisterFits>(c, fit);
 }
 
 /// vectors when all four matrices are 16-byte aligned with rows of whole vectors; checked otherwise.

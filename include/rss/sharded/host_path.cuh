@@ -80,9 +80,8 @@ __global__ void __launch_bounds__(host_threads)
   }
 }
 
-/// Two blocks per SM asked for, as local_fusion's normalize: unbounded, ptxas spilled in fp32 (sm_90).
 template <class T>
-__global__ void __launch_bounds__(host_threads, 2)
+__global__ void __launch_bounds__(host_threads)
     host_normalize(const T* x, T* y, Layout l, HostGeometry g, int world, std::int64_t global_cols,
                    const RowStatsPartial* stats_recv, const float* sums_recv) {
   __shared__ PhaseScratch<host_threads> storage;

@@ -59,10 +59,8 @@ struct Params {
 /// tiles k, k + blocks_per_row, ...; with Retain its first tile stays in shared memory across phases.
 /// A grid with fewer groups than rows (block_row's persistent grid) loops over rows; a grid with
 /// barriers has exactly one group per row, so every block makes the same single pass.
-/// One block's registers asked for (up to 128): unbounded, ptxas gave the 16-bit instantiations 64 registers and
-/// spills in five of them, and at two blocks per SM it spills in eight (sm_90); fp32 took 104-108 anyway.
 template <class T, Sync S, bool Retain>
-__global__ void __launch_bounds__(threads, 1) kernel(const T* x, T* y, Params p,
+__global__ void __launch_bounds__(threads) kernel(const T* x, T* y, Params p,
                                                   int first_phase, int last_phase) {
   extern __shared__ float4 retained_storage[];  // float4: 16-byte alignment for the tile
   float* retained = reinterpret_cast<float*>(retained_storage);
