@@ -2,7 +2,9 @@
 # The README's test command: installs what is missing, builds the tests and examples (not the bench),
 # and runs the tests. With a GPU it runs everything; without one it runs the CPU tests and says which
 # GPU tests (label gpu) were not run. Where python3 has torch with a GPU, it also builds the PyTorch package
-# (python/) and runs its tests; elsewhere it says why not. RSS_BUILD_DIR picks the build folder (default build).
+# (python/) and runs its tests; elsewhere it says why not. RSS_BUILD_DIR picks the build folder (default build);
+# RSS_REPORT_SPILLS=ON has ptxas warn about every kernel that spills registers (CI checks the log with
+# tests/check_spills.py).
 # On 2 cores: the host-only tests answer after about a minute; the whole build takes 12 to 15 minutes.
 set -euo pipefail
 case "${1-}" in
@@ -14,7 +16,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/setup.sh catch2
 build=${RSS_BUILD_DIR:-build}
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRSS_BUILD_TESTS=ON -DRSS_BUILD_EXAMPLES=ON -DRSS_BUILD_BENCH=OFF
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRSS_BUILD_TESTS=ON -DRSS_BUILD_EXAMPLES=ON -DRSS_BUILD_BENCH=OFF \
+  -DRSS_REPORT_SPILLS="${RSS_REPORT_SPILLS:-OFF}"
 # A first answer fast: the host-only tests (label host: the CPU reference, the planners, validation, the tools'
 # checks) compile no kernel, so they build and run first; then everything else builds and the other tests run.
 host_targets=()

@@ -200,4 +200,11 @@ TEST_CASE("the forward's register budget: tight where a 16-bit or 512-thread sha
   CHECK(rss::register_budget_blocks(512, forward_registers(512, 32, Fit::exact, 4)) == 2);
   CHECK(forward_registers(256, 8, Fit::checked, 4) == 40);
   CHECK(forward_registers(512, 4, Fit::exact, 2) == 40);
+  // Where ptxas spilled at those budgets: a checked 16-bit 512 x 32 share (one block per SM) and the statistics'
+  // write in 512 x 16 16-bit blocks (two); the forward without statistics and fp32 keep theirs.
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 32, Fit::checked, 2)) == 1);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 32, Fit::checked, 4)) == 2);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 16, Fit::vectors, 2, true)) == 2);
+  CHECK(rss::register_budget_blocks(512, forward_registers(512, 16, Fit::vectors, 2, false)) == 3);
+  CHECK(rss::register_budget_blocks(256, forward_registers(256, 16, Fit::vectors, 2, true)) == 6);
 }

@@ -4,6 +4,7 @@
 // reduction rounds a row. The same program runs in registers or over a shared-memory tile, within a
 // cluster (cluster_row) or across ranks (the sharded device path).
 #include <cstdint>
+#include <type_traits>
 
 #include "rss/agent/cluster_combine.cuh"
 #include "rss/phases/exp_sum.cuh"
@@ -48,7 +49,8 @@ struct ForwardRow {
   /// 4096 x 4096 bf16 10% slower); 48 for every x 16 cost fp16 256 x 16 `exact` its sixth block (4096 x 4096
   /// fp16 4.6% slower). All in bench/NOTES.md.
   template <int Threads, int Elems, Fit F>
-  static constexpr int min_blocks_per_sm = register_budget_blocks(Threads, forward_registers(Threads, Elems, F, sizeof(T)));
+  static constexpr int min_blocks_per_sm = register_budget_blocks(
+      Threads, forward_registers(Threads, Elems, F, sizeof(T), std::is_same_v<Statistics, WriteStatistics>));
 
   __device__ static const T* held_row(const Params& p, std::int64_t row) { return p.x + row * p.ld_x; }
 

@@ -25,6 +25,7 @@ struct BackwardParams {
 
 /// Saved state (a): y is read from memory.
 struct ReadsY {
+  static constexpr int arrays_held = 3;  // x, y, dy
   template <class Share, class T>
   struct Source {
     typename Share::Held y;
@@ -41,6 +42,7 @@ struct ReadsY {
 
 /// Saved state (b): y recomputed from x and the row's statistics, r taken from them (no sum of squares).
 struct RecomputesY {
+  static constexpr int arrays_held = 2;  // x, dy
   template <class Share, class T>
   struct Source {
     RowStatistics saved;
@@ -64,9 +66,14 @@ struct BackwardRow {
   using Element = T;
   using Rounds = detail::Rounds<RowSums>;
   using Params = BackwardParams<T>;
-  /// No bound: three arrays a thread (two with saved statistics) take what ptxas gives them (bench/NOTES.md).
+  /// The register budget: each array's elements as fp32 values plus 40 (pointers, strides, the double sums and
+  /// their combine), as many blocks sharing an SM as that allows. Where the default rule runs fp32 and bf16 rows of
+  /// whole vectors this gives the blocks per SM that ptxas chose unbounded (which the backward pilot measured), and
+  /// ptxas spills nowhere but in 512 x 32 reading y: 96 values a thread do not fit the 128 registers of a 512-thread
+  /// block, and leaving it out costs rows of 65537-131072 elements read with y 17-41% (two_pass instead;
+  /// bench/NOTES.md), so it is on the allowed list (tests/spills_allowed.txt). Unbounded, three more spilled.
   template <int Threads, int Elems, Fit>
-  static constexpr int min_blocks_per_sm = 0;
+  static constexpr int min_blocks_per_sm = register_budget_blocks(Threads, YSource::arrays_held * Elems + 40);
 
   template <class Share, class Combine>
   __device__ __forceinline__ static void row(const Params& p, std::int64_t row, std::int64_t begin, const Share& share,

@@ -141,12 +141,18 @@ enum class Fit : int {
 /// register_budget_blocks of this). A share without bounds tests (`exact`, `vectors`) fits in elems + 24: x 16 at
 /// 40, 6 blocks of 256 or 3 of 512 per SM instead of 5 or 2, which measured faster for 16-bit storage and for 512
 /// threads, but 2% slower for fp32 at 256 (4096 x 4096): that one keeps elems + 32, as bounds tests need
-/// (bench/NOTES.md). Never below 40.
-constexpr int forward_registers(int threads, int elems, Fit fit, int storage_bytes) noexcept {
+/// (bench/NOTES.md). Never below 40. `writes_statistics`: the instantiation that also writes the row's statistics.
+/// Every budget here is one at which ptxas (sm_90) spills no register in any instantiation.
+constexpr int forward_registers(int threads, int elems, Fit fit, int storage_bytes, bool writes_statistics = false) noexcept {
   // 128-thread blocks (16-bit rows of 2K-4K elements) hold 32 elements a thread in elems + 32 registers (eight
-  // blocks): at elems + 24 ptxas spills there (bench/NOTES.md, the many-row geometry).
-  const bool tight = fit != Fit::checked && threads > 128 && (storage_bytes == 2 || threads >= 512);
-  const int registers = elems + (tight ? 24 : 32);
+  // blocks): at elems + 24 ptxas spills there (bench/NOTES.md, the many-row geometry); so does the statistics'
+  // write in 512-thread blocks of 16 bf16 elements (40 registers).
+  const bool tight = fit != Fit::checked && threads > 128 && (storage_bytes == 2 || threads >= 512) &&
+                     !(writes_statistics && threads >= 512 && elems == 16);
+  // A checked 16-bit share of 32 elements in 512-thread blocks spills at elems + 32 (64: two blocks per SM); it
+  // takes one block and the registers that leaves.
+  const bool wide_checked = fit == Fit::checked && storage_bytes == 2 && threads >= 512 && elems >= 32;
+  const int registers = elems + (tight ? 24 : wide_checked ? 40 : 32);
   return registers > 40 ? registers : 40;
 }
 
