@@ -142,11 +142,11 @@ enum class Fit : int {
 /// 40, 6 blocks of 256 or 3 of 512 per SM instead of 5 or 2, which measured faster for 16-bit storage and for 512
 /// threads, but 2% slower for fp32 at 256 (4096 x 4096): that one keeps elems + 32, as bounds tests need
 /// (bench/NOTES.md). Never below 40. `writes_statistics`: the instantiation that also writes the row's statistics.
-/// Every budget here is one at which ptxas (sm_90) spills no register in any instantiation.
+/// At every budget here ptxas (sm_90, CUDA 13.0) spills no register in any cluster_row instantiation.
 constexpr int forward_registers(int threads, int elems, Fit fit, int storage_bytes, bool writes_statistics = false) noexcept {
   // 128-thread blocks (16-bit rows of 2K-4K elements) hold 32 elements a thread in elems + 32 registers (eight
   // blocks): at elems + 24 ptxas spills there (bench/NOTES.md, the many-row geometry); so does the statistics'
-  // write in 512-thread blocks of 16 bf16 elements (40 registers).
+  // write in 512-thread blocks of 16 elements (bf16 at 40 registers), which then take two blocks per SM.
   const bool tight = fit != Fit::checked && threads > 128 && (storage_bytes == 2 || threads >= 512) &&
                      !(writes_statistics && threads >= 512 && elems == 16);
   // A checked 16-bit share of 32 elements in 512-thread blocks spills at elems + 32 (64: two blocks per SM); it
