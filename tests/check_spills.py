@@ -58,6 +58,9 @@ def main(argv):
     if len(argv) not in (2, 3) or argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if len(argv) == 2 else 2
+    if not os.path.isfile(argv[1]):
+        print(f"check_spills: no build log at {argv[1]} (build with -DRSS_REPORT_SPILLS=ON and keep its output)")
+        return 2
     with open(argv[1], errors="replace") as f:
         text = f.read()
     bad, ok = check(text, allowed_patterns(argv[2] if len(argv) == 3 else os.path.join(HERE, "spills_allowed.txt")))
