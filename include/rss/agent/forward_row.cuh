@@ -57,7 +57,8 @@ struct ForwardRow {
   template <class Share, class Combine>
   __device__ __forceinline__ static void row(const Params& p, std::int64_t row, std::int64_t begin, const Share& share,
                                              Combine& combine, bool leader) {
-    const auto x = share.load(held_row(p, row) + begin);  // all loads first: V of them in flight per thread
+    // All loads first (V of them in flight per thread), on the row's aligned grid: the program holds x alone.
+    const auto x = share.load_aligned(held_row(p, row) + begin);
     const RowScale scale = make_row_scale(combine.template all_reduce<0>(share.statistics(x), CombineRowStats{}), p.cols);
     // In registers the exponentials stay in the registers that held x, as fp32 for every storage type.
     // Keeping 16-bit x as stored and recomputing the exponentials for the output saved nothing: ptxas kept

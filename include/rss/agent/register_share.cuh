@@ -20,47 +20,61 @@ class RegisterShare {
   static constexpr int V = Elems / W;  // 16-byte vectors per thread
   static_assert(Elems % W == 0, "a thread holds whole 16-byte vectors");
 
-  /// One array's share in this thread's registers.
+  /// One array's share in this thread's registers. `shift`: the grid the share was loaded on (load_aligned;
+  /// 0 for the share's own grid).
   struct Held {
     Vector<T> v[V];
+    int shift = 0;
     __device__ __forceinline__ float at(int u, int e) const { return Traits::to_float(v[u].v[e]); }
   };
-  /// A value per element of the share, kept in registers (0 past the end of the share).
+  /// A value per element of the share, kept in registers (0 past the end of the share), on Held's grid.
   struct Kept {
     float v[V][W];
+    int shift = 0;
   };
 
   __device__ explicit RegisterShare(std::int64_t n)
       : n_(n), t_(static_cast<int>(threadIdx.x)),
         held_(F == Fit::vectors ? static_cast<int>((n / W - t_ + Threads - 1) / Threads) : V) {}
 
-  /// Loads this thread's elements of `row` (the share's first element), all V vectors in flight at once.
-  __device__ __forceinline__ Held load(const T* row) const {
-    Held h;
-    const bool vectors = F != Fit::checked || aligned(row);
-#pragma unroll
-    for (int u = 0; u < V; ++u) {
-      if (vectors && vector_valid(u)) {
-        h.v[u] = load_vector(row + index(u, 0));
-      } else {
-#pragma unroll
-        for (int e = 0; e < W; ++e) h.v[u].v[e] = valid(u, e) ? row[index(u, e)] : Traits::from_float(0.0f);
-      }
+  /// Loads this thread's elements of `row` (the share's first element), all V vectors in flight at once, on
+  /// the share's own grid: thread t's vector u holds elements (u Threads + t) W ... + W - 1. A checked share of
+  /// a row that is not 16-byte aligned is then read element by element. Programs that hold several arrays
+  /// use this grid for all of them (their elements must meet in the same registers).
+  __device__ __forceinline__ Held load(const T* row) const { return load_on(row, 0, F != Fit::checked || aligned(row)); }
+
+  /// As load, for a program that holds one array: a checked share of a misaligned row is loaded on the row's
+  /// aligned grid, so that all but its first and last vectors are whole 16-byte loads. On that grid (shift s,
+  /// the row's misalignment in elements) thread 0's first vector holds elements 0 ... W - s - 1 and every
+  /// other vector elements (u Threads + t) W - s ... + W - 1; it needs n + s <= Threads * Elems (else the
+  /// share's own grid, element by element). A misaligned row read element by element ran at 4.1x a memcpy
+  /// (8192 x 4101 bf16, bench/NOTES.md). 16-bit shares only: fp32's checked 32-element kernels spilled 26 bytes
+  /// at their budget of 64 registers, and 12 at 80.
+  __device__ __forceinline__ Held load_aligned(const T* row) const {
+    if constexpr (F != Fit::checked || sizeof(T) != 2) {  // fp32: 26 bytes of spills at its budgets (ptxas)
+      return load(row);
+    } else {
+      const auto address = reinterpret_cast<std::uintptr_t>(row);
+      int shift = static_cast<int>(address % 16 / sizeof(T));
+      const bool fits = address % sizeof(T) == 0 && n_ + shift <= static_cast<std::int64_t>(Threads) * Elems;
+      const bool vectors = fits || shift == 0;
+      if (!fits) shift = 0;
+      return load_on(row, shift, vectors);
     }
-    return h;
   }
 
-  /// f(u, count) for every 16-byte vector u this thread holds: its elements e < count are in the share (count
-  /// is W but in a checked share's last vector).
+  /// f(u, count) for every 16-byte vector u this thread holds on the grid of `shift`: its elements e < count
+  /// are in the share (count is W but in a checked share's first and last vectors).
   template <class Fn>
-  __device__ __forceinline__ void each_run_index(Fn&& f) const {
+  __device__ __forceinline__ void each_run_index(Fn&& f, int shift = 0) const {
 #pragma unroll
     for (int u = 0; u < V; ++u) {
       if constexpr (F == Fit::checked) {
-        const std::int64_t left = n_ - index(u, 0);
-        if (left > 0) f(u, left < W ? static_cast<int>(left) : W);
+        const std::int64_t left = n_ - index(u, 0, shift);
+        const int width = head(u, shift) ? W - shift : W;
+        if (left > 0) f(u, left < width ? static_cast<int>(left) : width);
       } else {
-        if (vector_valid(u)) f(u, W);
+        if (vector_valid(u, 0)) f(u, W);
       }
     }
   }
@@ -75,7 +89,7 @@ class RegisterShare {
 #pragma unroll
         for (int e = 0; e < W; ++e) v[e] = h.at(u, e);
         f(v, count);
-      });
+      }, h.shift);
     });
     return s;
   }
@@ -84,10 +98,11 @@ class RegisterShare {
   template <class Fn>
   __device__ __forceinline__ Kept keep(const Held& h, Fn&& f) const {
     Kept k;
+    k.shift = h.shift;
 #pragma unroll
     for (int u = 0; u < V; ++u) {
 #pragma unroll
-      for (int e = 0; e < W; ++e) k.v[u][e] = valid(u, e) ? f(h.at(u, e)) : 0.0f;
+      for (int e = 0; e < W; ++e) k.v[u][e] = valid(u, e, h.shift) ? f(h.at(u, e)) : 0.0f;
     }
     return k;
   }
@@ -102,22 +117,24 @@ class RegisterShare {
     return s;
   }
 
-  /// row[i] = out(u, e) (a T) for every element of the share. In place is safe: each thread stores only
-  /// the vectors it loaded.
+  /// row[i] = out(u, e) (a T) for every element of the share, on the grid of `shift`: whole vectors where
+  /// `row` is misaligned by exactly that shift (in place, or x and y with the same layout), else element by
+  /// element. In place is safe: each thread stores only the elements it loaded.
   template <class Out>
-  __device__ __forceinline__ void store_index(T* row, Out&& out) const {
-    const bool vectors = F != Fit::checked || aligned(row);
+  __device__ __forceinline__ void store_index(T* row, Out&& out, int shift = 0) const {
+    const bool vectors =
+        F != Fit::checked || reinterpret_cast<std::uintptr_t>(row) % 16 == static_cast<std::uintptr_t>(shift) * sizeof(T);
 #pragma unroll
     for (int u = 0; u < V; ++u) {
       Vector<T> vec;
 #pragma unroll
       for (int e = 0; e < W; ++e) vec.v[e] = out(u, e);
-      if (vectors && vector_valid(u)) {
-        store_vector(row + index(u, 0), vec);
+      if (vectors && vector_valid(u, shift)) {
+        store_vector(row + index(u, 0, shift), vec);
       } else {
 #pragma unroll
         for (int e = 0; e < W; ++e)
-          if (valid(u, e)) row[index(u, e)] = vec.v[e];
+          if (valid(u, e, shift)) row[index(u, e, shift)] = vec.v[e];
       }
     }
   }
@@ -125,19 +142,44 @@ class RegisterShare {
   /// row[i] = g(k_i) for every kept value.
   template <class G>
   __device__ __forceinline__ void store(T* row, const Kept& k, G&& g) const {
-    store_index(row, [&](int u, int e) { return Traits::from_float(g(k.v[u][e])); });
+    store_index(row, [&](int u, int e) { return Traits::from_float(g(k.v[u][e])); }, k.shift);
   }
 
  private:
-  __device__ __forceinline__ int index(int u, int e) const { return (u * Threads + t_) * W + e; }  // < Threads * Elems
-  __device__ __forceinline__ bool vector_valid(int u) const {
+  /// The share's elements on the grid of `shift`, whole vectors where `vectors` and the vector is in the share.
+  __device__ __forceinline__ Held load_on(const T* row, int shift, bool vectors) const {
+    Held h;
+    h.shift = shift;
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      if (vectors && vector_valid(u, shift)) {
+        h.v[u] = load_vector(row + index(u, 0, shift));  // on the grid of the row's misalignment: 16-byte aligned
+      } else {
+#pragma unroll
+        for (int e = 0; e < W; ++e) {
+          h.v[u].v[e] = valid(u, e, shift) ? row[index(u, e, shift)] : Traits::from_float(0.0f);
+        }
+      }
+    }
+    return h;
+  }
+
+  /// The element that thread t's vector u, element e holds on the grid of `shift` (load_aligned): thread 0's
+  /// first vector starts at element 0, every other one s elements before its place on the share's own grid.
+  __device__ __forceinline__ int index(int u, int e, int shift) const {
+    // u is a constant of the unrolled loops: past u = 0 this is one per-thread base plus a constant.
+    return (u == 0 && t_ == 0 ? 0 : (u * Threads + t_) * W - shift) + e;  // < Threads * Elems
+  }
+  /// Thread 0's first vector on a shifted grid: W - shift elements.
+  __device__ __forceinline__ bool head(int u, int shift) const { return shift > 0 && u == 0 && t_ == 0; }
+  __device__ __forceinline__ bool vector_valid(int u, int shift) const {
     if constexpr (F == Fit::exact) return true;
     else if constexpr (F == Fit::vectors) return u < held_;
-    else return index(u, W - 1) < n_;
+    else return !head(u, shift) && index(u, W - 1, shift) < n_;
   }
-  __device__ __forceinline__ bool valid(int u, int e) const {
-    if constexpr (F == Fit::checked) return index(u, e) < n_;
-    else return vector_valid(u);
+  __device__ __forceinline__ bool valid(int u, int e, int shift) const {
+    if constexpr (F == Fit::checked) return index(u, e, shift) < n_ && (!head(u, shift) || e < W - shift);
+    else return vector_valid(u, 0);
   }
   __device__ static bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 

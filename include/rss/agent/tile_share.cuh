@@ -38,6 +38,8 @@ class TileShare {
 
   /// The tile the agent loaded: `row` is where it came from, not read again.
   __device__ __forceinline__ Held load(const T*) const { return {tile_}; }
+  /// The same: the tile has one grid (RegisterShare's load_aligned chooses between two).
+  __device__ __forceinline__ Held load_aligned(const T* row) const { return load(row); }
 
   /// The tile's statistics (maximum, sum of squares) over the 16-byte vectors this thread walks, then its tail
   /// element; a run that overflows fp32 is read again from the tile at once. One test for the whole walk
