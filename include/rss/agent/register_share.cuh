@@ -55,11 +55,9 @@ class RegisterShare {
       return load(row);
     } else {
       const auto address = reinterpret_cast<std::uintptr_t>(row);
-      int shift = static_cast<int>(address % 16 / sizeof(T));
-      const bool fits = address % sizeof(T) == 0 && n_ + shift <= static_cast<std::int64_t>(Threads) * Elems;
-      const bool vectors = fits || address % 16 == 0;
-      if (!fits) shift = 0;
-      return load_on(row, shift, vectors);
+      const int shift = static_cast<int>(address % 16 / sizeof(T));
+      if (address % sizeof(T) != 0 || n_ + shift > static_cast<std::int64_t>(Threads) * Elems) return load(row);
+      return load_on(row, shift, true);
     }
   }
 
