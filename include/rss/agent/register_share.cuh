@@ -4,6 +4,8 @@
 // elements of the row (n <= Threads * Elems); F says which bounds and alignment tests the instantiation
 // makes. Every row program that keeps its row in registers loads, walks and stores through this.
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "rss/phases/row_stats.cuh"
 #include "rss/phases/tile_io.cuh"
@@ -22,10 +24,14 @@ class RegisterShare {
 
   /// One array's share in this thread's registers. `shift`: the grid the share was loaded on (load_aligned;
   /// 0 for the share's own grid).
+  /// Each vector is kept as its four 32-bit words and an element converted where it is used: held as
+  /// Vector<T>, 16-bit elements each took a register of their own (ptxas split the words after the loads), so
+  /// a 16-bit share cost as many registers as an fp32 one (the backward's 16-bit kernels spilled at three
+  /// blocks per SM; bench/NOTES.md).
   struct Held {
-    Vector<T> v[V];
+    unsigned w[V][4];
     int shift = 0;
-    __device__ __forceinline__ float at(int u, int e) const { return Traits::to_float(v[u].v[e]); }
+    __device__ __forceinline__ float at(int u, int e) const { return word_to_float(w[u][e * sizeof(T) / 4], e); }
   };
   /// A value per element of the share, kept in registers (0 past the end of the share), on Held's grid.
   struct Kept {
@@ -153,16 +159,42 @@ class RegisterShare {
     h.shift = shift;
 #pragma unroll
     for (int u = 0; u < V; ++u) {
-      if (vectors && vector_valid(u, shift)) {
-        h.v[u] = load_vector(row + index(u, 0, shift));  // on the grid of the row's misalignment: 16-byte aligned
+      if (vectors && vector_valid(u, shift)) {  // on the grid of the row's misalignment: 16-byte aligned
+        const uint4 bits = *reinterpret_cast<const uint4*>(row + index(u, 0, shift));
+        h.w[u][0] = bits.x, h.w[u][1] = bits.y, h.w[u][2] = bits.z, h.w[u][3] = bits.w;
       } else {
 #pragma unroll
-        for (int e = 0; e < W; ++e) {
-          h.v[u].v[e] = valid(u, e, shift) ? row[index(u, e, shift)] : Traits::from_float(0.0f);
+        for (int i = 0; i < 4; ++i) h.w[u][i] = 0u;
+        if constexpr (F == Fit::checked) {
+#pragma unroll
+          for (int e = 0; e < W; ++e) {
+            if (valid(u, e, shift)) h.w[u][e * sizeof(T) / 4] |= bits_of(row[index(u, e, shift)]) << (8 * (e * sizeof(T) % 4));
+          }
         }
       }
     }
     return h;
+  }
+
+  /// Element e of a vector from its 32-bit word (16-bit elements: the even one in the low half).
+  __device__ static float word_to_float(unsigned word, int e) {
+    if constexpr (sizeof(T) == 4) {
+      return __uint_as_float(word);
+    } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      return __uint_as_float(e % 2 ? word & 0xffff0000u : word << 16);
+    } else {
+      return Traits::to_float(__ushort_as_half(static_cast<unsigned short>(e % 2 ? word >> 16 : word & 0xffffu)));
+    }
+  }
+  /// An element's bits in the low end of a word.
+  __device__ static unsigned bits_of(T v) {
+    if constexpr (sizeof(T) == 4) {
+      return __float_as_uint(v);
+    } else {
+      unsigned short b;
+      memcpy(&b, &v, sizeof b);
+      return b;
+    }
   }
 
   /// The element that thread t's vector u, element e holds on the grid of `shift` (load_aligned): thread 0's

@@ -66,14 +66,15 @@ struct BackwardRow {
   using Element = T;
   using Rounds = detail::Rounds<RowSums>;
   using Params = BackwardParams<T>;
-  /// The register budget: each array's elements as fp32 values plus 40 (pointers, strides, the double sums and
-  /// their combine), as many blocks sharing an SM as that allows. Where the default rule runs fp32 and bf16 rows of
-  /// whole vectors this gives the blocks per SM that ptxas chose unbounded (which the backward pilot measured), and
-  /// ptxas spills nowhere but in 512 x 32 reading y: 96 values a thread do not fit the 128 registers of a 512-thread
-  /// block, and leaving it out costs rows of 65537-131072 elements read with y 17-41% (two_pass instead;
-  /// bench/NOTES.md), so it is on the allowed list (tests/spills_allowed.txt). Unbounded, three more spilled.
+  /// The register budget: each array's elements as stored (a 16-bit element is half a register: RegisterShare
+  /// keeps whole words) plus 40 (pointers, strides, the double sums and their combine), as many blocks sharing an
+  /// SM as that allows. fp32 gets the blocks per SM that ptxas chose unbounded (which the backward pilot
+  /// measured), and ptxas spills nowhere but in fp32's 512 x 32 reading y: 96 values a thread do not fit the 128
+  /// registers of a 512-thread block, and leaving it out costs rows of 65537-131072 elements read with y 17-41%
+  /// (two_pass instead; bench/NOTES.md), so it is on the allowed list (tests/spills_allowed.txt).
   template <int Threads, int Elems, Fit>
-  static constexpr int min_blocks_per_sm = register_budget_blocks(Threads, YSource::arrays_held * Elems + 40);
+  static constexpr int min_blocks_per_sm =
+      register_budget_blocks(Threads, YSource::arrays_held * Elems * static_cast<int>(sizeof(T)) / 4 + 40);
 
   template <class Share, class Combine>
   __device__ __forceinline__ static void row(const Params& p, std::int64_t row, std::int64_t begin, const Share& share,
