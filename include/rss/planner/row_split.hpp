@@ -149,10 +149,11 @@ constexpr int forward_registers(int threads, int elems, Fit fit, int storage_byt
   // write in 512-thread blocks of 16 elements (bf16 at 40 registers), which then take two blocks per SM.
   const bool tight = fit != Fit::checked && threads > 128 && (storage_bytes == 2 || threads >= 512) &&
                      !(writes_statistics && threads >= 512 && elems == 16);
-  // A checked 16-bit share of 32 elements in 512-thread blocks spills at elems + 32 (64: two blocks per SM); it
-  // takes one block and the registers that leaves.
-  const bool wide_checked = fit == Fit::checked && storage_bytes == 2 && threads >= 512 && elems >= 32;
-  const int registers = elems + (tight ? 24 : wide_checked ? 40 : 32);
+  // A checked 16-bit share of 16 or more elements spills at elems + 32 (since the share keeps 32-bit words, not
+  // elements: the checked loads and stores need the rest); it takes elems + 40, elems + 48 writing the
+  // statistics (128 x 32 fp16 spilled 4 bytes at 72). 512 x 32 then takes one block per SM.
+  const bool checked16 = fit == Fit::checked && storage_bytes == 2 && elems >= 16;
+  const int registers = elems + (tight ? 24 : checked16 ? (writes_statistics ? 48 : 40) : 32);
   return registers > 40 ? registers : 40;
 }
 
