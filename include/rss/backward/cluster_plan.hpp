@@ -85,14 +85,16 @@ inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows,
 /// row in registers, but with three 16-bit arrays per thread it ran up to 1.5x slower than two_pass on the
 /// H200 once a call had many long rows (4096 x 32768 bf16: 664 against 439 us; 16384 x 8192: 544 against
 /// 482), while it won on 4096 x 4096 and 64 x 131072 (bench/NOTES.md). So: two_pass for 16-bit problems of
-/// 2^25 elements or more. With saved statistics, the backward pilot's cluster_row won on every fp32 shape and
-/// on 16-bit rows up to 8192 (16384 x 8192 bf16: 350 against 413 us) and lost on 16-bit rows of 32768 and more
-/// (4096 x 32768 bf16: 482 against 339; 64 x 131072: 48 against 39). So: two_pass for 16-bit rows of 32768
-/// elements or more. Elsewhere cluster_row where a cluster holds the row.
+/// 2^25 elements or more. With saved statistics, since a register share keeps 16-bit elements two to a
+/// register (three or four blocks per SM where there were two), cluster_row wins on every shape measured up
+/// to rows of 32768 (4096 x 32768 bf16: 329.5 against 341.2 us, fp16 327.3 against 348.7) and ties on rows of
+/// 131072 in 512-thread blocks, one per SM (64 x 131072 bf16: 39.3 against 39.5). So: two_pass for 16-bit
+/// rows longer than 65536 elements (the rows that need 512-thread blocks). Elsewhere cluster_row where a
+/// cluster holds the row.
 constexpr bool backward_automatic_prefers_two_pass(std::int64_t rows, std::int64_t cols, DType dtype,
                                                    bool saved_statistics = false) noexcept {
   if (dtype == DType::fp32 || rows <= 0) return false;
-  return saved_statistics ? cols >= 32768 : cols >= (std::int64_t{1} << 25) / rows;
+  return saved_statistics ? cols > 65536 : cols >= (std::int64_t{1} << 25) / rows;
 }
 
 }  // namespace rss
