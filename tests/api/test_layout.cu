@@ -284,8 +284,9 @@ void check_layouts_all_strategies() {
   RSS_TEST_CUDA(cudaStreamCreate(&stream));
   for (Strategy strategy : strategies_and_automatic()) {
     for (std::int64_t rows : {3, 37}) {
-      // Misaligned rows: a 16-bit share on its row's aligned grid (1001, 4097), x and y misaligned alike (in
-      // place) or not (strided); 4096 fills a 128 x 32 block, whose misaligned rows keep the share's own grid.
+      // Misaligned rows: a 16-bit share on its row's aligned grid (4097 in 256 x 32), x and y misaligned alike
+      // (in place) or not (strided); 4096 fills a 128 x 32 block and 1001 holds one vector a thread of 256 x 8,
+      // so their misaligned rows keep the share's own grid.
       for (std::int64_t cols : {1001, 4096, 4097}) {
         check_strided<T>(strategy, rows, cols, stream);
         check_in_place<T>(strategy, rows, cols, cols, stream);

@@ -680,7 +680,7 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
   CHECK(list.size == 2);
   CHECK(rss::describe_backward_launches<float>(BackwardStrategy::cluster_row, 1, 131073, &list) == Status::not_admissible);
   // From saved statistics: their defaults (one 256 x 16 block per 4096-element row) and automatic rule
-  // (cluster_row for 16-bit rows of 32768, two_pass past 65536), as the saved call's operator plans them.
+  // (cluster_row wherever a cluster holds the row, two_pass beyond), as the saved call's operator plans them.
   if (cluster_holds(4096, rss::DType::bf16)) {
     REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::automatic, 4096, 4096, &list, true) ==
             Status::success);
@@ -692,6 +692,9 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
           Status::success);
   CHECK(list.size == (cluster_holds(32768, rss::DType::bf16) ? 1 : 2));
   REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::automatic, 4, 131072, &list, true) ==
+          Status::success);
+  CHECK(list.size == (cluster_holds(131072, rss::DType::bf16) ? 1 : 2));
+  REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::automatic, 4, 300000, &list, true) ==
           Status::success);
   CHECK(list.size == 2);
   REQUIRE(rss::describe_backward_launches<float>(BackwardStrategy::automatic, 64, 32768, &list, true) == Status::success);

@@ -191,7 +191,7 @@ TEST_CASE("backward call validation with saved statistics: no y, the statistics 
         Status::invalid_layout);
 }
 
-TEST_CASE("backward automatic prefers two_pass for large 16-bit problems (saved statistics: 16-bit rows past 65536)",
+TEST_CASE("backward automatic prefers two_pass for large 16-bit problems read with y, never with saved statistics",
           "[cpu][backward][automatic]") {
   using rss::DType;
   CHECK(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::bf16));
@@ -202,11 +202,10 @@ TEST_CASE("backward automatic prefers two_pass for large 16-bit problems (saved 
   CHECK_FALSE(rss::backward_automatic_prefers_two_pass(0, 1 << 30, DType::bf16));
   CHECK(rss::backward_automatic_prefers_two_pass(1, std::int64_t{1} << 25, DType::bf16));
   CHECK_FALSE(rss::backward_automatic_prefers_two_pass(1, (std::int64_t{1} << 25) - 1, DType::bf16));
-  // With saved statistics: two_pass for 16-bit rows longer than 65536 elements, whatever the row count.
+  // With saved statistics: never (cluster_row wherever a cluster holds the row).
   CHECK_FALSE(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::bf16, true));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(1, 65536, DType::bf16, true));
-  CHECK(rss::backward_automatic_prefers_two_pass(1, 65537, DType::bf16, true));
-  CHECK(rss::backward_automatic_prefers_two_pass(64, 131072, DType::fp16, true));
+  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(64, 131072, DType::fp16, true));
+  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(1, std::int64_t{1} << 25, DType::bf16, true));
   CHECK_FALSE(rss::backward_automatic_prefers_two_pass(16384, 8192, DType::bf16, true));
   CHECK_FALSE(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::fp32, true));
   CHECK_FALSE(rss::backward_automatic_prefers_two_pass(0, 32768, DType::bf16, true));

@@ -6,6 +6,7 @@
 // memcpy's, and a checksum of y (the two trees' sums run in the same order, so the checksums should agree).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I TREE/include bench/results/oddwidth_s12/oddwidth_ab.cu -o oddwidth_ab
+//   ./oddwidth_ab ["16384x1023 bf16"]   (one shape only)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <rss/rss.cuh>
@@ -60,8 +62,13 @@ float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
+const char* only = nullptr;  // argv[1]: run only the shape "ROWSxCOLS TYPE"
+
 template <class T>
 void measure(const char* type, std::int64_t rows, std::int64_t cols) {
+  char name[64];
+  std::snprintf(name, sizeof name, "%lldx%lld %s", static_cast<long long>(rows), static_cast<long long>(cols), type);
+  if (only != nullptr && std::string(only) != name) return;
   const std::size_t n = static_cast<std::size_t>(rows * cols), bytes = n * sizeof(T);
   std::vector<T> hx(n);
   std::mt19937 gen(12345);
@@ -106,10 +113,10 @@ void measure(const char* type, std::int64_t rows, std::int64_t cols) {
   }
   rss::LaunchList launches;
   const char* kernel = op.describe(&launches) == rss::Status::success && launches.size > 0 ? launches.items[0].kernel : "?";
-  std::printf("%lldx%lld %s  %s grid %u block %u cluster %d: %.1f us  memcpy %.1f us  ratio %.3f  checksum %.9e %.9e\n",
+  std::printf("%lldx%lld %s  %s grid %u block %u cluster %d blocks/SM %d: %.1f us  memcpy %.1f us  ratio %.3f  checksum %.9e %.9e\n",
               static_cast<long long>(rows), static_cast<long long>(cols), type, kernel,
               launches.size > 0 ? launches.items[0].grid : 0u, launches.size > 0 ? launches.items[0].block : 0u,
-              launches.size > 0 ? launches.items[0].cluster_size : 0, median(t), median(tm), median(t) / median(tm),
+              launches.size > 0 ? launches.items[0].cluster_size : 0, launches.size > 0 ? launches.items[0].blocks_per_sm : 0, median(t), median(tm), median(t) / median(tm),
               sum, weighted);
   cudaFree(x);
   cudaFree(y);
@@ -120,7 +127,8 @@ void measure(const char* type, std::int64_t rows, std::int64_t cols) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) only = argv[1];
   measure<__nv_bfloat16>("bf16", 8192, 4101);
   measure<__half>("fp16", 8192, 4101);
   measure<__nv_bfloat16>("bf16", 32, 50257);

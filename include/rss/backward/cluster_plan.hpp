@@ -86,15 +86,14 @@ inline Status plan_backward_cluster_row(int max_cluster_size, std::int64_t rows,
 /// H200 once a call had many long rows (4096 x 32768 bf16: 664 against 439 us; 16384 x 8192: 544 against
 /// 482), while it won on 4096 x 4096 and 64 x 131072 (bench/NOTES.md). So: two_pass for 16-bit problems of
 /// 2^25 elements or more. With saved statistics, since a register share keeps 16-bit elements two to a
-/// register (three or four blocks per SM where there were two), cluster_row wins on every shape measured up
-/// to rows of 32768 (4096 x 32768 bf16: 329.5 against 341.2 us, fp16 327.3 against 348.7) and ties on rows of
-/// 131072 in 512-thread blocks, one per SM (64 x 131072 bf16: 39.3 against 39.5). So: two_pass for 16-bit
-/// rows longer than 65536 elements (the rows that need 512-thread blocks). Elsewhere cluster_row where a
-/// cluster holds the row.
+/// register (three or four blocks per SM where there were two), cluster_row wins or ties on every 16-bit shape
+/// measured (4096 x 32768 bf16: 329.5 against two_pass's 341.2 us, fp16 327.3 against 348.7; 8 x 131072 bf16
+/// 14.5 against 18.0; 64 x 131072 bf16 39.3 against 39.5, fp16 38.7 against 37.9), as it did in fp32. So: never
+/// two_pass with saved statistics; cluster_row wherever a cluster holds the row.
 constexpr bool backward_automatic_prefers_two_pass(std::int64_t rows, std::int64_t cols, DType dtype,
                                                    bool saved_statistics = false) noexcept {
-  if (dtype == DType::fp32 || rows <= 0) return false;
-  return saved_statistics ? cols > 65536 : cols >= (std::int64_t{1} << 25) / rows;
+  if (dtype == DType::fp32 || rows <= 0 || saved_statistics) return false;
+  return cols >= (std::int64_t{1} << 25) / rows;
 }
 
 }  // namespace rss
