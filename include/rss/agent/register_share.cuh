@@ -22,12 +22,10 @@ class RegisterShare {
   static constexpr int V = Elems / W;  // 16-byte vectors per thread
   static_assert(Elems % W == 0, "a thread holds whole 16-byte vectors");
 
-  /// One array's share in this thread's registers. `shift`: the grid the share was loaded on (load_aligned;
-  /// 0 for the share's own grid).
-  /// Each vector is kept as its four 32-bit words and an element converted where it is used: held as
-  /// Vector<T>, 16-bit elements each took a register of their own (ptxas split the words after the loads), so
-  /// a 16-bit share cost as many registers as an fp32 one (the backward's 16-bit kernels spilled at three
-  /// blocks per SM; bench/NOTES.md).
+  /// One array's share in this thread's registers: each vector as its four 32-bit words, an element converted
+  /// where it is used (held as Vector<T>, 16-bit elements each took a register of their own, so the backward's
+  /// 16-bit kernels spilled at three blocks per SM; bench/NOTES.md). `shift`: the grid the share was loaded on
+  /// (load_aligned; 0 for the share's own grid).
   struct Held {
     unsigned w[V][4];
     int shift = 0;
