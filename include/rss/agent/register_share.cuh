@@ -52,12 +52,12 @@ class RegisterShare {
   /// the row's misalignment in elements) thread 0's first vector holds elements 0 ... W - s - 1 and every
   /// other vector elements (u Threads + t) W - s ... + W - 1; it needs n + s <= Threads * Elems (else the
   /// share's own grid, element by element). A misaligned row read element by element ran at 4.1x a memcpy
-  /// (8192 x 4101 bf16, bench/NOTES.md). 16-bit shares of two or more vectors a thread only: fp32's checked
-  /// 32-element kernels spilled 26 bytes at their budget of 64 registers, and 12 at 80; with one vector a thread
-  /// the shifted grid's tests cost more than its whole-vector loads save (16384 x 1023 bf16, 256 x 8: 85.5 ->
-  /// 102.2 us).
+  /// (8192 x 4101 bf16, bench/NOTES.md). Shares of two or more vectors a thread only (with one vector a thread
+  /// the shifted grid's tests cost more than its whole-vector loads save: 16384 x 1023 bf16, 256 x 8: 85.5 ->
+  /// 102.2 us), and fp32 shares of at most 16 elements (fp32's checked 32-element kernels spilled 26 bytes at
+  /// their budget of 64 registers, and 12 at 80).
   __device__ __forceinline__ Held load_aligned(const T* row) const {
-    if constexpr (F != Fit::checked || sizeof(T) != 2 || V < 2) {
+    if constexpr (F != Fit::checked || V < 2 || (sizeof(T) == 4 && Elems > 16)) {
       return load(row);
     } else {
       const auto address = reinterpret_cast<std::uintptr_t>(row);
