@@ -127,6 +127,7 @@ void measure(const char* type, std::int64_t rows, std::int64_t cols) {
 
 }  // namespace
 
+#ifndef ODDWIDTH_AB_NO_MAIN  // a driver that includes this file for its timing loop brings its own shapes
 int main(int argc, char** argv) {
   if (argc > 1) only = argv[1];
   measure<__nv_bfloat16>("bf16", 8192, 4101);
@@ -140,3 +141,4 @@ int main(int argc, char** argv) {
   measure<__nv_bfloat16>("bf16", 4096, 4096);
   return 0;
 }
+#endif
