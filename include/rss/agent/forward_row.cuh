@@ -52,6 +52,10 @@ struct ForwardRow {
   static constexpr int min_blocks_per_sm = register_budget_blocks(
       Threads, forward_registers(Threads, Elems, F, sizeof(T), std::is_same_v<Statistics, WriteStatistics>));
 
+  /// The row loop's stride computed in the kernel (rss/agent/row_agent.cuh): from the host, fp32 512 x 32 `exact`
+  /// spilled 4 bytes at its 64 registers.
+  static constexpr bool host_row_stride = false;
+
   __device__ static const T* held_row(const Params& p, std::int64_t row) { return p.x + row * p.ld_x; }
 
   template <class Share, class Combine>

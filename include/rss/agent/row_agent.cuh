@@ -12,6 +12,7 @@
 //     template <int Threads, int Elems, Fit>   template <int Threads>
 //     min_blocks_per_sm;     register budget    min_blocks_per_sm;          register budget (0: the program's)
 //     held_row(p, row)       the array a tile residence loads (the tile kernel only)
+//     host_row_stride        the register kernel's row stride from the host (see the loop)
 //     row(p, row, begin, share, combine, leader)
 //
 // Instantiations: the forward (rss/agent/forward_row.cuh) within a cluster is strategy cluster_row; the
@@ -38,8 +39,11 @@ struct RowSplit {
   std::int64_t cols;   // elements split over a cluster
   std::int64_t chunk;  // elements per block, a multiple of 8
   int cluster_size;
+  std::int64_t clusters;  // clusters in the launched grid (the plan's grid_blocks / cluster_size)
 
-  static RowSplit of(const ClusterPlan& p) { return {p.rows, p.cols, p.chunk_elems, p.config.cluster_size}; }
+  static RowSplit of(const ClusterPlan& p) {
+    return {p.rows, p.cols, p.chunk_elems, p.config.cluster_size, p.grid_blocks / p.config.cluster_size};
+  }
 };
 
 /// This block's rank in its cluster and its share [begin, begin + n) of every row.
@@ -80,10 +84,22 @@ __global__ void __launch_bounds__(Threads, (min_blocks_per_sm<Program, Scope, Th
   Combine combine(scope, s.cluster_size, storage);
   const RegisterShare<typename Program::Element, Threads, Elems, F> share(block.n);
   const bool leader = block.rank == 0 && threadIdx.x == 0;
-  for (std::int64_t row = blockIdx.x / s.cluster_size; row < s.rows; row += gridDim.x / s.cluster_size) {
+  // The loop's stride, the clusters in the grid, is where ptxas's register allocation tips (bench/NOTES.md, "The
+  // backward's 16-bit registers"): written gridDim.x / cluster_size, nvcc widens it to a 64-bit division called
+  // every row, whose clobbers cost the backward's 16-bit 32-element kernels a spill at 64 registers and its
+  // 16384 x 8192 8% of its time; taken from the host in a register (the empty asm keeps it one), the forward's
+  // fp32 32-element kernels spill 4 bytes instead. So the program chooses: host_row_stride.
+  const auto each_row = [&](std::int64_t row) {
     combine.begin_row();
     Program::row(p, row, block.begin, share, combine, leader);
     combine.end_row();
+  };
+  if constexpr (Program::host_row_stride) {
+    std::int64_t stride = s.clusters;
+    asm("" : "+l"(stride));
+    for (std::int64_t row = blockIdx.x / s.cluster_size; row < s.rows; row += stride) each_row(row);
+  } else {
+    for (std::int64_t row = blockIdx.x / s.cluster_size; row < s.rows; row += gridDim.x / s.cluster_size) each_row(row);
   }
   combine.finish();
 #else

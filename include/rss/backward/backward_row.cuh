@@ -68,13 +68,22 @@ struct BackwardRow {
   using Params = BackwardParams<T>;
   /// The register budget: each array's elements as stored (a 16-bit element is half a register: RegisterShare
   /// keeps whole words) plus 40 (pointers, strides, the double sums and their combine), as many blocks sharing an
-  /// SM as that allows. fp32 gets the blocks per SM that ptxas chose unbounded (which the backward pilot
-  /// measured), and ptxas spills nowhere but in fp32's 512 x 32 reading y: 96 values a thread do not fit the 128
-  /// registers of a 512-thread block, and leaving it out costs rows of 65537-131072 elements read with y 17-41%
-  /// (two_pass instead; bench/NOTES.md), so it is on the allowed list (tests/spills_allowed.txt).
-  template <int Threads, int Elems, Fit>
-  static constexpr int min_blocks_per_sm =
-      register_budget_blocks(Threads, YSource::arrays_held * Elems * static_cast<int>(sizeof(T)) / 4 + 40);
+  /// SM as that allows. Plus 32 where two 16-bit arrays of 16 or more elements a thread are held without bounds
+  /// tests (from saved statistics, `vectors`): 256 x 16 at 48 registers (five blocks per SM), 256 x 32 at 64 (four),
+  /// 512 x 32 at 64 (two, so that 32 rows of 128256 run in one wave), spill-free with the host's row stride and
+  /// 12-20% faster on 16384 x 8192, 4096 x 32768, 32 x 128256 and 64 x 131072 (bench/NOTES.md); the checked
+  /// kernels spill there (28 bytes) and keep plus 40. fp32 gets the blocks per SM that ptxas chose unbounded
+  /// (which the backward pilot measured), and ptxas spills nowhere but in fp32's 512 x 32 reading y: 96 values a
+  /// thread do not fit the 128 registers of a 512-thread block, and leaving it out costs rows of 65537-131072
+  /// elements read with y 17-41% (two_pass instead; bench/NOTES.md), so it is on the allowed list
+  /// (tests/spills_allowed.txt).
+  template <int Threads, int Elems, Fit F>
+  static constexpr int min_blocks_per_sm = register_budget_blocks(
+      Threads, YSource::arrays_held * Elems * static_cast<int>(sizeof(T)) / 4 +
+                   (sizeof(T) == 2 && YSource::arrays_held == 2 && F != Fit::checked && Elems >= 16 ? 32 : 40));
+  /// The row loop's stride from the host (rss/agent/row_agent.cuh): computed in the kernel, the 16-bit kernels of
+  /// 32 elements at 64 registers spilled 4-8 bytes.
+  static constexpr bool host_row_stride = true;
 
   template <class Share, class Combine>
   __device__ __forceinline__ static void row(const Params& p, std::int64_t row, std::int64_t begin, const Share& share,
