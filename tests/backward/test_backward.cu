@@ -242,9 +242,7 @@ void check_strategies(const BackwardLayout& l, std::uint64_t seed, bool in_place
       INFO(rss::status_message(s));
       CHECK(s == Status::success);
       if (strategy == BackwardStrategy::automatic && rss::ok(s) && !l.empty())
-        CHECK(ran == (holds && !rss::backward_automatic_prefers_two_pass(l.rows, l.cols, rss::dtype_of<T>, saved)
-                          ? BackwardStrategy::cluster_row
-                          : BackwardStrategy::two_pass));
+        CHECK(ran == (holds ? BackwardStrategy::cluster_row : BackwardStrategy::two_pass));
     }
     CHECK(failure == "");
   }

@@ -38,34 +38,29 @@ TEST_CASE("backward cluster plan holds every row up to its limit, within the ker
 }
 
 TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred configurations, refusals", "[cpu][backward][planner]") {
-  CHECK(rss::default_backward_cluster_config(4096, DType::fp32, 8) == BackwardClusterConfig{512, 8, 1});
-  CHECK(rss::default_backward_cluster_config(8192, DType::fp32, 8) == BackwardClusterConfig{512, 8, 2});
-  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8) == BackwardClusterConfig{512, 8, 8});
-  CHECK(rss::default_backward_cluster_config(65536, DType::fp32, 8) == BackwardClusterConfig{512, 16, 8});
-  CHECK(rss::default_backward_cluster_config(32768, DType::bf16, 8) == BackwardClusterConfig{512, 8, 8});
-  CHECK(rss::default_backward_cluster_config(8192, DType::bf16, 8) == BackwardClusterConfig{512, 8, 2});
+  // One rule for both saved states: 256 x up to 32 in the fewest blocks, then 512 x 32 (bench/NOTES.md).
+  CHECK(rss::default_backward_cluster_config(4096, DType::fp32, 8) == BackwardClusterConfig{256, 16, 1});
+  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == BackwardClusterConfig{256, 16, 1});
+  CHECK(rss::default_backward_cluster_config(8192, DType::fp32, 8) == BackwardClusterConfig{256, 32, 1});
+  CHECK(rss::default_backward_cluster_config(8192, DType::bf16, 8) == BackwardClusterConfig{256, 32, 1});
+  CHECK(rss::default_backward_cluster_config(8193, DType::fp32, 8) == BackwardClusterConfig{256, 32, 2});
+  CHECK(rss::default_backward_cluster_config(16384, DType::bf16, 8) == BackwardClusterConfig{256, 32, 2});
+  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8) == BackwardClusterConfig{256, 32, 4});
+  CHECK(rss::default_backward_cluster_config(32768, DType::bf16, 8) == BackwardClusterConfig{256, 32, 4});
+  CHECK(rss::default_backward_cluster_config(65536, DType::fp16, 8) == BackwardClusterConfig{256, 32, 8});
+  CHECK(rss::default_backward_cluster_config(65537, DType::fp32, 8) == BackwardClusterConfig{512, 32, 5});
   CHECK(rss::default_backward_cluster_config(131072, DType::fp32, 8) == BackwardClusterConfig{512, 32, 8});
   CHECK(rss::default_backward_cluster_config(128256, DType::bf16, 8) == BackwardClusterConfig{512, 32, 8});
-  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == BackwardClusterConfig{512, 8, 1});
   CHECK(rss::default_backward_cluster_config(2048, DType::bf16, 8) == BackwardClusterConfig{256, 8, 1});
   CHECK(rss::default_backward_cluster_config(1000, DType::fp32, 8) == BackwardClusterConfig{256, 4, 1});
+  CHECK(rss::default_backward_cluster_config(1000, DType::bf16, 8) == BackwardClusterConfig{256, 8, 1});
   CHECK(rss::default_backward_cluster_config(1, DType::fp16, 8) == BackwardClusterConfig{256, 8, 1});
-  // Saved statistics (x and dy held): one block of 256 threads, then 256 x 16, 256 x 32, 512 x 32 in clusters.
-  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8, true) == BackwardClusterConfig{256, 16, 1});
-  CHECK(rss::default_backward_cluster_config(4096, DType::fp32, 8, true) == BackwardClusterConfig{256, 16, 1});
-  CHECK(rss::default_backward_cluster_config(8192, DType::bf16, 8, true) == BackwardClusterConfig{256, 32, 1});
-  CHECK(rss::default_backward_cluster_config(1000, DType::fp32, 8, true) == BackwardClusterConfig{256, 4, 1});
-  CHECK(rss::default_backward_cluster_config(1000, DType::bf16, 8, true) == BackwardClusterConfig{256, 8, 1});
-  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8, true) == BackwardClusterConfig{256, 16, 8});
-  CHECK(rss::default_backward_cluster_config(8193, DType::fp32, 8, true) == BackwardClusterConfig{256, 16, 3});
-  CHECK(rss::default_backward_cluster_config(65536, DType::bf16, 8, true) == BackwardClusterConfig{256, 32, 8});
-  CHECK(rss::default_backward_cluster_config(131072, DType::fp32, 8, true) == BackwardClusterConfig{512, 32, 8});
-  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 2, true) == BackwardClusterConfig{512, 32, 2});
-  CHECK(rss::default_backward_cluster_config(131073, DType::fp32, 8, true).cluster_size == 0);
-  // Every saved default is instantiated and holds its row.
+  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 2) == BackwardClusterConfig{512, 32, 2});
+  CHECK(rss::default_backward_cluster_config(131073, DType::fp32, 8).cluster_size == 0);
+  // Every default is instantiated and holds its row.
   for (const std::int64_t cols : {1, 7, 1000, 4096, 4097, 8192, 12345, 32768, 65536, 100000, 131072}) {
     for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
-      const BackwardClusterConfig c = rss::default_backward_cluster_config(cols, dtype, 8, true);
+      const BackwardClusterConfig c = rss::default_backward_cluster_config(cols, dtype, 8);
       INFO(cols << " " << rss::dtype_name(dtype));
       CHECK(rss::backward_cluster_config_fits(c, cols, dtype, 8));
     }
@@ -191,22 +186,3 @@ TEST_CASE("backward call validation with saved statistics: no y, the statistics 
         Status::invalid_layout);
 }
 
-TEST_CASE("backward automatic prefers two_pass for large 16-bit problems read with y, never with saved statistics",
-          "[cpu][backward][automatic]") {
-  using rss::DType;
-  CHECK(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::bf16));
-  CHECK(rss::backward_automatic_prefers_two_pass(16384, 8192, DType::fp16));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(4096, 4096, DType::bf16));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(64, 131072, DType::bf16));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::fp32));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(0, 1 << 30, DType::bf16));
-  CHECK(rss::backward_automatic_prefers_two_pass(1, std::int64_t{1} << 25, DType::bf16));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(1, (std::int64_t{1} << 25) - 1, DType::bf16));
-  // With saved statistics: never (cluster_row wherever a cluster holds the row).
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::bf16, true));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(64, 131072, DType::fp16, true));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(1, std::int64_t{1} << 25, DType::bf16, true));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(16384, 8192, DType::bf16, true));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(4096, 32768, DType::fp32, true));
-  CHECK_FALSE(rss::backward_automatic_prefers_two_pass(0, 32768, DType::bf16, true));
-}

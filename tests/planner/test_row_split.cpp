@@ -85,17 +85,15 @@ TEST_CASE("each program's default rule, through the one rule", "[planner][row_sp
       CAPTURE(cols, rss::dtype_name(dtype));
       const ClusterConfig f = rss::default_cluster_config(cols, dtype, 8);
       const ClusterConfig b = rss::default_backward_cluster_config(cols, dtype, 8);
-      const ClusterConfig s = rss::default_backward_cluster_config(cols, dtype, 8, true);
-      for (const ClusterConfig& c : {f, b, s}) {
+      for (const ClusterConfig& c : {f, b}) {
         if (c.cluster_size == 0) continue;
         CHECK(c.elems_per_thread % (16 / rss::dtype_bytes(dtype)) == 0);
         CHECK(rss::cluster_chunk(cols, c.cluster_size) <= std::int64_t{c.threads} * c.elems_per_thread);
       }
       if (f.cluster_size > 0) CHECK(rss::cluster_config_fits(f, cols, dtype, 8));
-      if (b.cluster_size > 0) CHECK(rss::backward_cluster_config_fits(b, cols, dtype, 8));
-      if (s.cluster_size > 0) {
-        CHECK(rss::backward_cluster_config_fits(s, cols, dtype, 8));
-        if (cols <= 8 * 256 * 32) CHECK(s.threads == 256);  // saved statistics: 256-thread blocks while they hold the row
+      if (b.cluster_size > 0) {
+        CHECK(rss::backward_cluster_config_fits(b, cols, dtype, 8));
+        if (cols <= 8 * 256 * 32) CHECK(b.threads == 256);  // 256-thread blocks while eight of them hold the row
       }
       // The sharded device path plans a share as the forward plans a row.
       CHECK(rss::plan_device_config(cols, dtype, 8) == f);
@@ -110,9 +108,8 @@ TEST_CASE("each program's default rule, through the one rule", "[planner][row_sp
   CHECK(rss::default_cluster_config(2048, DType::bf16, 8) == ClusterConfig{256, 8, 1});
   CHECK(rss::default_cluster_config(4097, DType::bf16, 8) == ClusterConfig{256, 32, 1});
   CHECK(rss::default_cluster_config(4096, DType::fp32, 8) == ClusterConfig{256, 16, 1});
-  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == ClusterConfig{512, 8, 1});
-  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8, true) == ClusterConfig{256, 16, 1});
-  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8, true) == ClusterConfig{256, 16, 8});
+  CHECK(rss::default_backward_cluster_config(4096, DType::bf16, 8) == ClusterConfig{256, 16, 1});
+  CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 8) == ClusterConfig{256, 32, 4});
   // A rule step may bound the clusters it tries: one block only, then clusters from 2.
   rss::SplitRule one_block;
   one_block.steps[one_block.step_count++] = {32, 256, 1, 1};

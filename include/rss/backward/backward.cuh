@@ -51,12 +51,10 @@ struct BackwardProblem {
     if (c.saved) l.ld_y = l.cols;  // recomputing y: there is no y matrix
     return validate_backward_layout(l, sizeof(T));
   }
-  /// automatic: cluster_row where backward_automatic_prefers_two_pass says so not (and a refusal falls back).
-  static Config resolve(const Config& config, const DeviceInfo&, const Call& c) {
+  /// automatic: cluster_row, which the H200 measured faster than two_pass wherever a cluster holds the row, in
+  /// both saved states (bench/NOTES.md); a refusal (a row longer than a cluster holds) falls back to two_pass.
+  static Config resolve(const Config& config, const DeviceInfo&, const Call&) {
     if (config.strategy != BackwardStrategy::automatic) return config;
-    if (backward_automatic_prefers_two_pass(c.layout.rows, c.layout.cols, dtype_of<T>, c.saved)) {
-      return Config{BackwardStrategy::two_pass};
-    }
     return Config{BackwardStrategy::cluster_row, config.cluster};
   }
   /// validate_backward_call (or, with statistics, validate_backward_saved_call), then every matrix (and the
