@@ -1,13 +1,14 @@
 // Where cluster_row's time goes on few-row shapes, per phase: a diagnostic for a throwaway copy of the tree, never
-// part of the library. dev/cluster_row_stamps.patch makes thread 0 of every block of the register kernel record
-// clock64 at eight points of its row, and %globaltimer at entry and exit; this driver runs cluster_row under the
+// part of the library. dev/cluster_row_stamps.patch makes thread 0 of every block of the register and tile kernels
+// record clock64 at eight points of its row, and %globaltimer at entry and exit; this driver runs cluster_row under the
 // configurations named on the command line and prints, per point, the median over blocks of the cycles since the
 // block's entry (and the slowest block's), with the median of 30 runs' host completion, CUDA-event and first-entry to
 // last-exit times. One more run into a poisoned y is checked against the double reference with the tests' bound.
 //
 //   git apply dev/cluster_row_stamps.patch
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include dev/cluster_row_stamps.cu -o stamps
-//   ./stamps 8x131072:bf16:512x32x4 8x131072:bf16:default ...   (then: git checkout include; rm the new header)
+//   ./stamps 8x131072:bf16:512x32x4 64x131072:bf16:256x64x8s 8x131072:bf16:default ...   (s: a shared-memory tile)
+//   (then: git checkout include; rm the new header)
 //
 // Points: 0 entry, 1 combine set up (mbarriers initialised, cluster arrive), 2 local statistics (the loads landed),
 // 3 statistics round done, 4 local exponentials and sum, 5 sum round done, 6 y stores issued, 7 exit.
