@@ -89,8 +89,9 @@ std::vector<Variant> variants_for(const Shape& s) {
         // (multiples of 8 elements) leave some for the last; neither one block less nor half the elements holds it.
         if (!rss::backward_cluster_config_fits(config, cols, s.dtype, rss::backward_max_cluster_size)) continue;
         if (c > 1 && (cols + 8 * c - 1) / (8 * c) * 8 * (c - 1) >= cols) continue;
-        if (c > 1 && rss::backward_cluster_config_fits({threads, elems, c - 1}, cols, s.dtype, 8)) continue;
-        if (rss::backward_cluster_config_fits({threads, elems / 2, c}, cols, s.dtype, 8)) continue;
+        if (c > 1 && rss::backward_cluster_config_fits({threads, elems, c - 1}, cols, s.dtype, rss::backward_max_cluster_size))
+          continue;
+        if (rss::backward_cluster_config_fits({threads, elems / 2, c}, cols, s.dtype, rss::backward_max_cluster_size)) continue;
         const std::string geometry = std::to_string(threads) + "x" + std::to_string(elems) + "x" + std::to_string(c);
         v.push_back({"cluster_row:" + geometry, B::cluster_row, false, false, config});
         v.push_back({"cluster_row_saved:" + geometry, B::cluster_row, false, true, config});

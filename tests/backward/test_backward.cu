@@ -676,7 +676,18 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
   }
   REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::two_pass, 16, 300000, &list) == Status::success);
   CHECK(list.size == 2);
-  CHECK(rss::describe_backward_launches<float>(BackwardStrategy::cluster_row, 1, 131073, &list) == Status::not_admissible);
+  // Past 8 blocks' rows: clusters of 9-16 where the device launches them (262144 elements at most), else refused.
+  if (cluster_holds(131073, rss::DType::fp32)) {
+    REQUIRE(rss::describe_backward_launches<float>(BackwardStrategy::cluster_row, 2, 131073, &list) == Status::success);
+    REQUIRE(list.size == 1);
+    CHECK(list.items[0].cluster_size == 9);
+    CHECK(list.items[0].grid == 2u * 9u);
+  } else {
+    CHECK(rss::describe_backward_launches<float>(BackwardStrategy::cluster_row, 1, 131073, &list) ==
+          Status::not_admissible);
+  }
+  CHECK(rss::describe_backward_launches<float>(BackwardStrategy::cluster_row, 1, rss::backward_cluster_max_cols + 1,
+                                               &list) == Status::not_admissible);
   // From saved statistics: their defaults (one 256 x 16 block per 4096-element row) and automatic rule
   // (cluster_row wherever a cluster holds the row, two_pass beyond), as the saved call's operator plans them.
   if (cluster_holds(4096, rss::DType::bf16)) {

@@ -20,9 +20,11 @@ TEST_CASE("backward cluster plan holds every row up to its limit, within the ker
     for (std::int64_t cols = 1; cols <= rss::backward_cluster_max_cols; cols = cols < 64 ? cols + 1 : cols * 3 / 2 + 7) {
       INFO(rss::dtype_name(dtype) << " cols " << cols);
       BackwardClusterPlan plan;
-      REQUIRE(rss::plan_backward_cluster_row(8, 5, cols, dtype, nullptr, &plan) == Status::success);
+      const int limit = rss::max_cluster_blocks;
+      REQUIRE(rss::plan_backward_cluster_row(limit, 5, cols, dtype, nullptr, &plan) == Status::success);
       const BackwardClusterConfig& c = plan.config;
-      CHECK(rss::backward_cluster_config_fits(c, cols, dtype, 8));
+      CHECK(rss::backward_cluster_config_fits(c, cols, dtype, limit));
+      CHECK((c.cluster_size <= rss::portable_cluster_size) == (cols <= rss::backward_cluster_max_cols / 2));
       CHECK(c.elems_per_thread % w == 0);
       CHECK(plan.chunk_elems % 8 == 0);
       CHECK(plan.chunk_elems <= static_cast<std::int64_t>(c.threads) * c.elems_per_thread);
@@ -31,8 +33,13 @@ TEST_CASE("backward cluster plan holds every row up to its limit, within the ker
       CHECK(plan.grid_blocks == 5 * c.cluster_size);
     }
     BackwardClusterPlan plan;
-    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols, dtype, nullptr, &plan) == Status::success);
-    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols + 1, dtype, nullptr, &plan) ==
+    CHECK(rss::plan_backward_cluster_row(16, 1, rss::backward_cluster_max_cols, dtype, nullptr, &plan) == Status::success);
+    CHECK(rss::plan_backward_cluster_row(16, 1, rss::backward_cluster_max_cols + 1, dtype, nullptr, &plan) ==
+          Status::not_admissible);
+    // A device that launches clusters of at most 8 holds half as much.
+    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols / 2, dtype, nullptr, &plan) ==
+          Status::success);
+    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols / 2 + 1, dtype, nullptr, &plan) ==
           Status::not_admissible);
   }
 }
@@ -57,6 +64,12 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   CHECK(rss::default_backward_cluster_config(1, DType::fp16, 8) == BackwardClusterConfig{256, 8, 1});
   CHECK(rss::default_backward_cluster_config(32768, DType::fp32, 2) == BackwardClusterConfig{512, 32, 2});
   CHECK(rss::default_backward_cluster_config(131073, DType::fp32, 8).cluster_size == 0);
+  // Rows that 8 blocks do not hold: 512 x 32 in 9-16 blocks where the device launches them.
+  CHECK(rss::default_backward_cluster_config(131072, DType::bf16, 16) == BackwardClusterConfig{512, 32, 8});
+  CHECK(rss::default_backward_cluster_config(131073, DType::fp32, 16) == BackwardClusterConfig{512, 32, 9});
+  CHECK(rss::default_backward_cluster_config(256000, DType::bf16, 16) == BackwardClusterConfig{512, 32, 16});
+  CHECK(rss::default_backward_cluster_config(262144, DType::fp16, 16) == BackwardClusterConfig{512, 32, 16});
+  CHECK(rss::default_backward_cluster_config(262145, DType::fp32, 16).cluster_size == 0);
   // Every default is instantiated and holds its row.
   for (const std::int64_t cols : {1, 7, 1000, 4096, 4097, 8192, 12345, 32768, 65536, 100000, 131072}) {
     for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {

@@ -6,6 +6,7 @@
 // holds the backward's constants. Pure host C++: no CUDA headers, testable without a GPU.
 #include <cstdint>
 
+#include "rss/device_info.hpp"
 #include "rss/planner/row_split.hpp"
 #include "rss/status.hpp"
 #include "rss/strategy.hpp"
@@ -22,10 +23,13 @@ using BackwardClusterPlan = ClusterPlan;
 using BackwardRegisterConfigs = ConfigGrid<IntList<256, 512>, IntList<4, 8, 16, 32>>;
 inline constexpr const int (&backward_cluster_threads)[2] = BackwardRegisterConfigs::ThreadList::values;
 inline constexpr const int (&backward_cluster_elems)[4] = BackwardRegisterConfigs::ElemList::values;
-/// Blocks per cluster the library launches: the portable limit.
-inline constexpr int backward_max_cluster_size = portable_cluster_size;
+/// Blocks per cluster the library launches at most: the forward's limit (DeviceInfo::max_cluster_size caps it
+/// per device: 16 on compute capability 9.x and 10.x, else the portable 8). The default rule takes more than 8
+/// only for rows that 8 blocks do not hold; a caller may ask for up to 16 on any row.
+inline constexpr int backward_max_cluster_size = max_cluster_blocks;
 
-/// Longest row cluster_row holds: 8 blocks x 512 threads x 32 elements.
+/// Longest row cluster_row holds: 16 blocks x 512 threads x 32 elements (8 x 512 x 32 = 131072 where the device
+/// launches clusters of at most 8).
 inline constexpr std::int64_t backward_cluster_max_cols = std::int64_t{backward_max_cluster_size} * 512 * 32;
 
 /// Whether `c` is instantiated and holds a row of `cols` elements of `dtype` in clusters of at most `max_cluster_size`.
@@ -37,15 +41,17 @@ constexpr bool backward_cluster_config_fits(const BackwardClusterConfig& c, std:
 
 /// The backward's default rule, for y read and for y recomputed from saved statistics alike: 256-thread blocks of
 /// up to 32 elements per thread in the fewest blocks that hold the row (the fewest elements per thread that do), then
-/// 512 x 32 in clusters of up to 8. The H200 pilot of both saved states in all three types (bench/NOTES.md, "The
+/// 512 x 32 in clusters of up to 8, then 512 x 32 in clusters of 9 to 16 for rows that 8 do not hold (as the
+/// forward does: there 16-block clusters ran 262144-element rows faster than a grid-wide kernel). The H200 pilot of both saved states in all three types (bench/NOTES.md, "The
 /// backward's default rule from a pilot") found 32 elements per thread in few blocks fastest or within 1% on every
 /// shape measured: each block's row sums and its cluster's exchange are paid once per row, whatever its share, so
 /// fewer blocks per row pay them fewer times (4096 x 32768 bf16 from saved statistics: 256 x 32 x 4 213.9 us against
 /// the former 256 x 16 x 8 295.9; reading y 295.9 against the former 512 x 8 x 8 568.3).
 constexpr SplitRule backward_split_rule() noexcept {
   SplitRule rule;
-  rule.steps[rule.step_count++] = {32, 256, 1, 0};
-  rule.steps[rule.step_count++] = {32, 512, 1, 0};
+  rule.steps[rule.step_count++] = {32, 256, 1, portable_cluster_size};
+  rule.steps[rule.step_count++] = {32, 512, 1, portable_cluster_size};
+  rule.steps[rule.step_count++] = {32, 512, portable_cluster_size + 1, 0};
   return rule;
 }
 
