@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "rss/types.hpp"
 
 namespace rss {
@@ -54,6 +56,20 @@ namespace detail {
 /// Elements of T in one 16-byte access.
 template <class T>
 inline constexpr int vector_width = 16 / static_cast<int>(sizeof(T));
+
+/// Element e of a vector, as float, from the 32-bit word that holds it (16-bit elements: the even one in the low
+/// half). For bf16 one shift or one mask: converting a Vector<T>'s 16-bit elements one by one cost the high half a
+/// byte permute and a shift (SASS; bench/NOTES.md).
+template <class T>
+__device__ __forceinline__ float element_of_word(unsigned word, int e) {
+  if constexpr (sizeof(T) == 4) {
+    return __uint_as_float(word);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __uint_as_float(e % 2 ? word & 0xffff0000u : word << 16);
+  } else {
+    return StorageTraits<T>::to_float(__ushort_as_half(static_cast<unsigned short>(e % 2 ? word >> 16 : word & 0xffffu)));
+  }
+}
 }  // namespace detail
 
 }  // namespace rss

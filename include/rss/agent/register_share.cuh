@@ -29,7 +29,7 @@ class RegisterShare {
   struct Held {
     unsigned w[V][4];
     int shift = 0;
-    __device__ __forceinline__ float at(int u, int e) const { return word_to_float(w[u][e * sizeof(T) / 4], e); }
+    __device__ __forceinline__ float at(int u, int e) const { return element_of_word<T>(w[u][e * sizeof(T) / 4], e); }
   };
   /// A value per element of the share, kept in registers (0 past the end of the share), on Held's grid.
   struct Kept {
@@ -176,16 +176,6 @@ class RegisterShare {
     return h;
   }
 
-  /// Element e of a vector from its 32-bit word (16-bit elements: the even one in the low half).
-  __device__ static float word_to_float(unsigned word, int e) {
-    if constexpr (sizeof(T) == 4) {
-      return __uint_as_float(word);
-    } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-      return __uint_as_float(e % 2 ? word & 0xffff0000u : word << 16);
-    } else {
-      return Traits::to_float(__ushort_as_half(static_cast<unsigned short>(e % 2 ? word >> 16 : word & 0xffffu)));
-    }
-  }
   /// An element's bits in the low end of a word.
   __device__ static unsigned bits_of(T v) {
     if constexpr (sizeof(T) == 4) {

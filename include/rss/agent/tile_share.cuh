@@ -51,13 +51,10 @@ class TileShare {
 #pragma unroll
       for (int e = 0; e < W; ++e) w[e] = e < count ? Traits::to_float(h.tile[first + e]) : 0.0f;
     };
-    const auto* tile_vectors = reinterpret_cast<const Vector<T>*>(h.tile);
 #pragma unroll 4
     for (int i = static_cast<int>(threadIdx.x); i < vectors_; i += Threads) {
-      const Vector<T> vec = tile_vectors[i];
       float v[W];
-#pragma unroll
-      for (int e = 0; e < W; ++e) v[e] = Traits::to_float(vec.v[e]);
+      vector_floats(h, i, v);
       s.add_run(v, W, [&](float (&w)[W]) { read(i * W, W, w); });
     }
     if (has_tail_) {
@@ -83,15 +80,15 @@ class TileShare {
   /// row[i] = g(f(x_i)) for every element of the tile.
   template <class Fn, class G>
   __device__ __forceinline__ void store(T* row, const Kept<Fn>& k, G&& g) const {
-    const auto out = [&](T x) { return Traits::from_float(g(k.f(Traits::to_float(x)))); };
+    const auto out = [&](float x) { return Traits::from_float(g(k.f(x))); };
     const bool vectors = F != Fit::checked || reinterpret_cast<std::uintptr_t>(row) % 16 == 0;
-    const auto* tile_vectors = reinterpret_cast<const Vector<T>*>(k.held.tile);
 #pragma unroll 4
     for (int i = static_cast<int>(threadIdx.x); i < vectors_; i += Threads) {
-      const Vector<T> v = tile_vectors[i];
+      float v[W];
+      vector_floats(k.held, i, v);
       Vector<T> o;
 #pragma unroll
-      for (int e = 0; e < W; ++e) o.v[e] = out(v.v[e]);
+      for (int e = 0; e < W; ++e) o.v[e] = out(v[e]);
       if (vectors) {
         store_vector(row + i * W, o);
       } else {
@@ -99,20 +96,28 @@ class TileShare {
         for (int e = 0; e < W; ++e) row[i * W + e] = o.v[e];
       }
     }
-    if (has_tail_) row[tail_index_] = out(k.held.tile[tail_index_]);
+    if (has_tail_) row[tail_index_] = out(Traits::to_float(k.held.tile[tail_index_]));
   }
 
  private:
+  /// Vector i of the tile as floats, from its four 32-bit words (element_of_word: one instruction an element).
+  __device__ __forceinline__ static void vector_floats(const Held& h, int i, float (&v)[W]) {
+    const uint4 q = reinterpret_cast<const uint4*>(h.tile)[i];
+    const unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int e = 0; e < W; ++e) v[e] = element_of_word<T>(w[e * static_cast<int>(sizeof(T)) / 4], e);
+  }
+
   /// f(i, x) over the whole vectors (all of the tile unless F is checked), then the tail: at most W - 1
   /// elements past them, one per thread.
   template <class Fn>
   __device__ __forceinline__ void walk(const Held& h, Fn&& f) const {
-    const auto* tile_vectors = reinterpret_cast<const Vector<T>*>(h.tile);
 #pragma unroll 4
     for (int i = static_cast<int>(threadIdx.x); i < vectors_; i += Threads) {
-      const Vector<T> v = tile_vectors[i];
+      float v[W];
+      vector_floats(h, i, v);
 #pragma unroll
-      for (int e = 0; e < W; ++e) f(i * W + e, Traits::to_float(v.v[e]));
+      for (int e = 0; e < W; ++e) f(i * W + e, v[e]);
     }
     if (has_tail_) f(tail_index_, Traits::to_float(h.tile[tail_index_]));
   }
