@@ -706,6 +706,18 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
   REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::automatic, 4, 300000, &list, true) ==
           Status::success);
   CHECK(list.size == 2);
+  // Rows that need more than 8 blocks: two_pass while their clusters do not fill the device, else cluster_row.
+  REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::automatic, 2, 200003, &list, true) ==
+          Status::success);
+  CHECK(list.size == 2);
+  rss::DeviceInfo device;
+  REQUIRE(rss::current_device_info(&device) == Status::success);
+  if (cluster_holds(256000, rss::DType::bf16) && device.sm_count <= 32 * 16) {
+    REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::automatic, 32, 256000, &list, true) ==
+            Status::success);
+    REQUIRE(list.size == 1);
+    CHECK(list.items[0].cluster_size == 16);
+  }
   REQUIRE(rss::describe_backward_launches<float>(BackwardStrategy::automatic, 64, 32768, &list, true) == Status::success);
   CHECK(list.size == (cluster_holds(32768, rss::DType::fp32) ? 1 : 2));
 }

@@ -70,6 +70,13 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   CHECK(rss::default_backward_cluster_config(256000, DType::bf16, 16) == BackwardClusterConfig{512, 32, 16});
   CHECK(rss::default_backward_cluster_config(262144, DType::fp16, 16) == BackwardClusterConfig{512, 32, 16});
   CHECK(rss::default_backward_cluster_config(262145, DType::fp32, 16).cluster_size == 0);
+  // automatic leaves those rows to two_pass until their clusters fill every SM once (132 on the H200).
+  CHECK(rss::backward_prefers_two_pass(2, 200003, DType::bf16, 16, 132));
+  CHECK(rss::backward_prefers_two_pass(14, 131073, DType::fp32, 16, 132));     // 14 x 9 = 126 blocks
+  CHECK_FALSE(rss::backward_prefers_two_pass(15, 131073, DType::fp32, 16, 132));  // 135
+  CHECK_FALSE(rss::backward_prefers_two_pass(32, 256000, DType::bf16, 16, 132));
+  CHECK_FALSE(rss::backward_prefers_two_pass(1, 131072, DType::fp32, 16, 132));  // 8 blocks: cluster_row
+  CHECK_FALSE(rss::backward_prefers_two_pass(2, 200003, DType::bf16, 8, 132));   // no cluster holds it
   // Every default is instantiated and holds its row.
   for (const std::int64_t cols : {1, 7, 1000, 4096, 4097, 8192, 12345, 32768, 65536, 100000, 131072}) {
     for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {

@@ -52,9 +52,15 @@ struct BackwardProblem {
     return validate_backward_layout(l, sizeof(T));
   }
   /// automatic: cluster_row, which the H200 measured faster than two_pass wherever a cluster holds the row, in
-  /// both saved states (bench/NOTES.md); a refusal (a row longer than a cluster holds) falls back to two_pass.
-  static Config resolve(const Config& config, const DeviceInfo&, const Call&) {
+  /// both saved states (bench/NOTES.md), except on a few rows that need clusters of more than 8 blocks
+  /// (backward_prefers_two_pass; a caller's cluster configuration keeps cluster_row); a refusal (a row longer
+  /// than a cluster holds) falls back to two_pass.
+  static Config resolve(const Config& config, const DeviceInfo& d, const Call& c) {
     if (config.strategy != BackwardStrategy::automatic) return config;
+    if (config.cluster.empty() && backward_prefers_two_pass(c.layout.rows, c.layout.cols, dtype_of<T>,
+                                                            d.max_cluster_size, d.sm_count)) {
+      return Config{BackwardStrategy::two_pass};
+    }
     return Config{BackwardStrategy::cluster_row, config.cluster};
   }
   /// validate_backward_call (or, with statistics, validate_backward_saved_call), then every matrix (and the
@@ -101,7 +107,7 @@ Status backward_workspace_bytes(const BackwardConfig& config, std::int64_t rows,
 /// The backward pass planned once for fixed arguments and run many times. initialize() validates,
 /// queries the device and plans; run() only launches, on the device it was initialised on (made current
 /// and restored). For automatic, initialize picks cluster_row when a cluster holds the row (and the device
-/// has clusters), else two_pass, and run() falls back to two_pass when the device refuses the cluster
+/// has clusters; backward_prefers_two_pass names the exception), else two_pass, and run() falls back to two_pass when the device refuses the cluster
 /// launch at run time. On any refusal of initialize the operator is left unready. `preferred` (may be
 /// null) is a cluster_row configuration used as given, or refused (not_admissible: it does not hold the
 /// row; invalid_strategy: not instantiated); for automatic a refusal falls back to two_pass.

@@ -63,6 +63,16 @@ constexpr BackwardClusterConfig default_backward_cluster_config(std::int64_t col
                           dtype, limit);
 }
 
+/// Whether automatic leaves rows of `cols` to two_pass although a cluster holds them: rows that 8 blocks do not
+/// hold take clusters of 9-16 blocks, and until those clusters fill every SM once two_pass, which spreads each
+/// row over the whole device, is faster (H200, bench/NOTES.md: 2 x 200003 two_pass 15-18 us against cluster_row
+/// 22-23 in fp32 and bf16; 32 x 256000 cluster_row 42 against 50 in bf16, 62 against 80 in fp32).
+constexpr bool backward_prefers_two_pass(std::int64_t rows, std::int64_t cols, DType dtype, int max_cluster_size,
+                                         int sm_count) noexcept {
+  const BackwardClusterConfig c = default_backward_cluster_config(cols, dtype, max_cluster_size);
+  return c.cluster_size > portable_cluster_size && rows * c.cluster_size < sm_count;
+}
+
 /// Plans cluster_row. `preferred` (may be null) is used as given or refused: invalid_strategy when it is
 /// not instantiated (threads, elements, a residence other than registers), not_admissible when it does not
 /// hold the row. Also null_pointer, negative_size, size_overflow, unsupported_device (max_cluster_size < 1:

@@ -17,7 +17,8 @@ namespace rss {
 enum class BackwardStrategy : int {
   two_pass,     // portable: one kernel sums each row's chunks into the workspace, one computes dx (x, y, dy read twice)
   cluster_row,  // one thread-block cluster per row, x, y and dy kept in registers: read once, dx written once (sm_90)
-  automatic,    // cluster_row when a cluster holds the row and the device has clusters, else two_pass
+  automatic,    // cluster_row when a cluster holds the row and the device has clusters (a few rows of more
+                // than 8 blocks' excepted: backward_prefers_two_pass), else two_pass
 };
 
 /// Every concrete backward strategy, in declaration order: tests and benches iterate this.
