@@ -222,6 +222,15 @@ bool cluster_holds(std::int64_t cols, rss::DType dtype) {
   return rss::default_backward_cluster_config(cols, dtype, max_cluster).cluster_size > 0;
 }
 
+/// What automatic runs on rows x cols of dtype on the current device.
+BackwardStrategy automatic_pick(std::int64_t rows, std::int64_t cols, rss::DType dtype) {
+  rss::DeviceInfo device;
+  REQUIRE(rss::current_device_info(&device) == Status::success);
+  const bool two_pass = !cluster_holds(cols, dtype) ||
+                        rss::backward_prefers_two_pass(rows, cols, dtype, device.max_cluster_size, device.sm_count);
+  return two_pass ? BackwardStrategy::two_pass : BackwardStrategy::cluster_row;
+}
+
 template <class T>
 void check_strategies(const BackwardLayout& l, std::uint64_t seed, bool in_place, int shift,
                       const std::vector<Special>& specials = {}, bool saved = false, float x_scale = 1.0f,
@@ -242,7 +251,7 @@ void check_strategies(const BackwardLayout& l, std::uint64_t seed, bool in_place
       INFO(rss::status_message(s));
       CHECK(s == Status::success);
       if (strategy == BackwardStrategy::automatic && rss::ok(s) && !l.empty())
-        CHECK(ran == (holds ? BackwardStrategy::cluster_row : BackwardStrategy::two_pass));
+        CHECK(ran == automatic_pick(l.rows, l.cols, rss::StorageTraits<T>::dtype));
     }
     CHECK(failure == "");
   }
