@@ -683,6 +683,17 @@ TEST_CASE("backward operator: plans once, runs many times, describes its launche
     CHECK(list.items[0].cluster_size == 8);
     CHECK(list.items[0].grid == 64u * 8u);
   }
+  // A single one spreads over 16 blocks of 256 threads where the device launches them and has the SMs for it.
+  {
+    rss::DeviceInfo device;
+    REQUIRE(rss::current_device_info(&device) == Status::success);
+    REQUIRE(rss::describe_backward_launches<float>(BackwardStrategy::automatic, 1, 131072, &list) == Status::success);
+    if (device.max_cluster_size >= 16 && device.sm_count >= 32) {
+      REQUIRE(list.size == 1);
+      CHECK(list.items[0].cluster_size == 16);
+      CHECK(list.items[0].block == 256u);
+    }
+  }
   REQUIRE(rss::describe_backward_launches<__nv_bfloat16>(BackwardStrategy::two_pass, 16, 300000, &list) == Status::success);
   CHECK(list.size == 2);
   // Past 8 blocks' rows: clusters of 9-16 where the device launches them (262144 elements at most), else refused.

@@ -14,6 +14,16 @@ using rss::BackwardLayout;
 using rss::DType;
 using rss::Status;
 
+namespace {
+/// A device that launches clusters of up to `max_cluster` blocks, with the H200's 132 SMs unless told.
+rss::DeviceInfo device_with(int max_cluster, int sm_count = 132) {
+  rss::DeviceInfo d;
+  d.max_cluster_size = max_cluster;
+  d.sm_count = sm_count;
+  return d;
+}
+}  // namespace
+
 TEST_CASE("backward cluster plan holds every row up to its limit, within the kernel contract", "[cpu][backward][planner]") {
   for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
     const int w = 16 / rss::dtype_bytes(dtype);
@@ -21,7 +31,7 @@ TEST_CASE("backward cluster plan holds every row up to its limit, within the ker
       INFO(rss::dtype_name(dtype) << " cols " << cols);
       BackwardClusterPlan plan;
       const int limit = rss::max_cluster_blocks;
-      REQUIRE(rss::plan_backward_cluster_row(limit, 5, cols, dtype, nullptr, &plan) == Status::success);
+      REQUIRE(rss::plan_backward_cluster_row(device_with(limit), 5, cols, dtype, nullptr, &plan) == Status::success);
       const BackwardClusterConfig& c = plan.config;
       CHECK(rss::backward_cluster_config_fits(c, cols, dtype, limit));
       CHECK((c.cluster_size <= rss::portable_cluster_size) == (cols <= rss::backward_cluster_max_cols / 2));
@@ -33,13 +43,13 @@ TEST_CASE("backward cluster plan holds every row up to its limit, within the ker
       CHECK(plan.grid_blocks == 5 * c.cluster_size);
     }
     BackwardClusterPlan plan;
-    CHECK(rss::plan_backward_cluster_row(16, 1, rss::backward_cluster_max_cols, dtype, nullptr, &plan) == Status::success);
-    CHECK(rss::plan_backward_cluster_row(16, 1, rss::backward_cluster_max_cols + 1, dtype, nullptr, &plan) ==
+    CHECK(rss::plan_backward_cluster_row(device_with(16), 1, rss::backward_cluster_max_cols, dtype, nullptr, &plan) == Status::success);
+    CHECK(rss::plan_backward_cluster_row(device_with(16), 1, rss::backward_cluster_max_cols + 1, dtype, nullptr, &plan) ==
           Status::not_admissible);
     // A device that launches clusters of at most 8 holds half as much.
-    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols / 2, dtype, nullptr, &plan) ==
+    CHECK(rss::plan_backward_cluster_row(device_with(8), 1, rss::backward_cluster_max_cols / 2, dtype, nullptr, &plan) ==
           Status::success);
-    CHECK(rss::plan_backward_cluster_row(8, 1, rss::backward_cluster_max_cols / 2 + 1, dtype, nullptr, &plan) ==
+    CHECK(rss::plan_backward_cluster_row(device_with(8), 1, rss::backward_cluster_max_cols / 2 + 1, dtype, nullptr, &plan) ==
           Status::not_admissible);
   }
 }
@@ -77,6 +87,24 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
   CHECK_FALSE(rss::backward_prefers_two_pass(32, 256000, DType::bf16, 16, 132));
   CHECK_FALSE(rss::backward_prefers_two_pass(1, 131072, DType::fp32, 16, 132));  // 8 blocks: cluster_row
   CHECK_FALSE(rss::backward_prefers_two_pass(2, 200003, DType::bf16, 8, 132));   // no cluster holds it
+  // A few rows of 65537-131072 elements spread over 16 blocks of 256 threads while those fill at most half the SMs.
+  CHECK(rss::backward_cluster_config_for(1, 131072, DType::fp32, 16, 132) == BackwardClusterConfig{256, 32, 16});
+  CHECK(rss::backward_cluster_config_for(4, 131072, DType::bf16, 16, 132) == BackwardClusterConfig{256, 32, 16});
+  CHECK(rss::backward_cluster_config_for(2, 100000, DType::fp16, 16, 132) == BackwardClusterConfig{256, 32, 16});
+  CHECK(rss::backward_cluster_config_for(5, 131072, DType::fp32, 16, 132) == BackwardClusterConfig{512, 32, 8});
+  CHECK(rss::backward_cluster_config_for(8, 131072, DType::fp32, 16, 132) == BackwardClusterConfig{512, 32, 8});
+  CHECK(rss::backward_cluster_config_for(1, 131072, DType::fp32, 8, 132) == BackwardClusterConfig{512, 32, 8});
+  CHECK(rss::backward_cluster_config_for(1, 65536, DType::fp32, 16, 132) == BackwardClusterConfig{256, 32, 8});
+  CHECK(rss::backward_cluster_config_for(1, 200003, DType::bf16, 16, 132) == BackwardClusterConfig{512, 32, 13});
+  CHECK(rss::backward_cluster_config_for(0, 131072, DType::fp32, 16, 132) == BackwardClusterConfig{512, 32, 8});
+  {
+    BackwardClusterPlan few;
+    REQUIRE(rss::plan_backward_cluster_row(device_with(16), 2, 131072, DType::bf16, nullptr, &few) == Status::success);
+    CHECK(few.config == BackwardClusterConfig{256, 32, 16});
+    CHECK(few.grid_blocks == 32);
+    REQUIRE(rss::plan_backward_cluster_row(device_with(16, 32), 2, 131072, DType::bf16, nullptr, &few) == Status::success);
+    CHECK(few.config == BackwardClusterConfig{512, 32, 8});  // 32 SMs: two rows of 16 blocks would fill them
+  }
   // Every default is instantiated and holds its row.
   for (const std::int64_t cols : {1, 7, 1000, 4096, 4097, 8192, 12345, 32768, 65536, 100000, 131072}) {
     for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
@@ -88,32 +116,32 @@ TEST_CASE("backward cluster plan: defaults on the bench shapes, preferred config
 
   BackwardClusterPlan plan;
   const BackwardClusterConfig preferred{256, 16, 2};
-  REQUIRE(rss::plan_backward_cluster_row(8, 3, 8192, DType::fp32, &preferred, &plan) == Status::success);
+  REQUIRE(rss::plan_backward_cluster_row(device_with(8), 3, 8192, DType::fp32, &preferred, &plan) == Status::success);
   CHECK(plan.config == preferred);
   CHECK(plan.chunk_elems == 4096);
   // A preference is used as given or refused, never replaced by the default; *out stays as it was.
   const BackwardClusterPlan before = plan;
   const BackwardClusterConfig too_small{256, 4, 1};
-  CHECK(rss::plan_backward_cluster_row(8, 3, 8192, DType::fp32, &too_small, &plan) == Status::not_admissible);
+  CHECK(rss::plan_backward_cluster_row(device_with(8), 3, 8192, DType::fp32, &too_small, &plan) == Status::not_admissible);
   CHECK(plan.config == before.config);
   const BackwardClusterConfig not_a_vector{256, 4, 1};  // 4 bf16 elements are half a vector
   CHECK_FALSE(rss::backward_cluster_config_fits(not_a_vector, 100, DType::bf16, 8));
-  CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::bf16, &not_a_vector, &plan) == Status::invalid_strategy);
+  CHECK(rss::plan_backward_cluster_row(device_with(8), 3, 100, DType::bf16, &not_a_vector, &plan) == Status::invalid_strategy);
   const BackwardClusterConfig in_shared_memory{256, 8, 1, rss::RowResidence::shared_memory};  // forward only
-  CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::fp32, &in_shared_memory, &plan) == Status::invalid_strategy);
+  CHECK(rss::plan_backward_cluster_row(device_with(8), 3, 100, DType::fp32, &in_shared_memory, &plan) == Status::invalid_strategy);
   const BackwardClusterConfig odd_threads{384, 8, 1};
-  CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::fp32, &odd_threads, &plan) == Status::invalid_strategy);
+  CHECK(rss::plan_backward_cluster_row(device_with(8), 3, 100, DType::fp32, &odd_threads, &plan) == Status::invalid_strategy);
 
-  CHECK(rss::plan_backward_cluster_row(0, 3, 100, DType::fp32, nullptr, &plan) == Status::unsupported_device);
-  CHECK(rss::plan_backward_cluster_row(8, -1, 100, DType::fp32, nullptr, &plan) == Status::negative_size);
-  CHECK(rss::plan_backward_cluster_row(8, 3, 100, DType::fp32, nullptr, nullptr) == Status::null_pointer);
-  CHECK(rss::plan_backward_cluster_row(8, std::numeric_limits<std::int64_t>::max() / 2, 100, DType::fp32, nullptr, &plan) ==
+  CHECK(rss::plan_backward_cluster_row(device_with(0), 3, 100, DType::fp32, nullptr, &plan) == Status::unsupported_device);
+  CHECK(rss::plan_backward_cluster_row(device_with(8), -1, 100, DType::fp32, nullptr, &plan) == Status::negative_size);
+  CHECK(rss::plan_backward_cluster_row(device_with(8), 3, 100, DType::fp32, nullptr, nullptr) == Status::null_pointer);
+  CHECK(rss::plan_backward_cluster_row(device_with(8), std::numeric_limits<std::int64_t>::max() / 2, 100, DType::fp32, nullptr, &plan) ==
         Status::size_overflow);
-  REQUIRE(rss::plan_backward_cluster_row(0, 0, 100, DType::fp32, nullptr, &plan) == Status::success);  // empty: no device needed
+  REQUIRE(rss::plan_backward_cluster_row(device_with(0), 0, 100, DType::fp32, nullptr, &plan) == Status::success);  // empty: no device needed
   CHECK(plan.grid_blocks == 0);
   // A smaller cluster limit moves long rows out of reach.
-  CHECK(rss::plan_backward_cluster_row(2, 1, 65536, DType::fp32, nullptr, &plan) == Status::not_admissible);
-  CHECK(rss::plan_backward_cluster_row(2, 1, 32768, DType::fp32, nullptr, &plan) == Status::success);
+  CHECK(rss::plan_backward_cluster_row(device_with(2), 1, 65536, DType::fp32, nullptr, &plan) == Status::not_admissible);
+  CHECK(rss::plan_backward_cluster_row(device_with(2), 1, 32768, DType::fp32, nullptr, &plan) == Status::success);
   CHECK(plan.config == BackwardClusterConfig{512, 32, 2});
 }
 

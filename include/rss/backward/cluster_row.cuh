@@ -63,7 +63,7 @@ Status make_plan(const T* x, const T* y, const T* dy, const T* dx, const Backwar
                  const BackwardClusterConfig* preferred, Plan<T>* out) {
   Plan<T> p;
   p.saved = y == nullptr;
-  RSS_TRY(plan_backward_cluster_row(d.max_cluster_size, l.rows, l.cols, dtype_of<T>, preferred, &p.geometry));
+  RSS_TRY(plan_backward_cluster_row(d, l.rows, l.cols, dtype_of<T>, preferred, &p.geometry));
   if (p.geometry.grid_blocks > 0) {
     p.fit = fit_of(p.geometry, x, p.saved ? x : y, dy, dx, l);
     p.kernel = kernel_for<T>(p.geometry.config, p.fit, p.saved);
