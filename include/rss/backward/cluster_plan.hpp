@@ -24,8 +24,9 @@ using BackwardRegisterConfigs = ConfigGrid<IntList<256, 512>, IntList<4, 8, 16, 
 inline constexpr const int (&backward_cluster_threads)[2] = BackwardRegisterConfigs::ThreadList::values;
 inline constexpr const int (&backward_cluster_elems)[4] = BackwardRegisterConfigs::ElemList::values;
 /// Blocks per cluster the library launches at most: the forward's limit (DeviceInfo::max_cluster_size caps it
-/// per device: 16 on compute capability 9.x and 10.x, else the portable 8). The default rule takes more than 8
-/// only for rows that 8 blocks do not hold; a caller may ask for up to 16 on any row.
+/// per device: 16 on compute capability 9.x and 10.x, else the portable 8). The defaults take more than 8 for
+/// rows that 8 blocks do not hold and for a few long rows (backward_cluster_config_for); a caller may ask for up
+/// to 16 on any row.
 inline constexpr int backward_max_cluster_size = max_cluster_blocks;
 
 /// Longest row cluster_row holds: 16 blocks x 512 threads x 32 elements (8 x 512 x 32 = 131072 where the device
@@ -42,11 +43,12 @@ constexpr bool backward_cluster_config_fits(const BackwardClusterConfig& c, std:
 /// The backward's default rule, for y read and for y recomputed from saved statistics alike: 256-thread blocks of
 /// up to 32 elements per thread in the fewest blocks that hold the row (the fewest elements per thread that do), then
 /// 512 x 32 in clusters of up to 8, then 512 x 32 in clusters of 9 to 16 for rows that 8 do not hold (as the
-/// forward does: there 16-block clusters ran 262144-element rows faster than a grid-wide kernel). The H200 pilot of both saved states in all three types (bench/NOTES.md, "The
-/// backward's default rule from a pilot") found 32 elements per thread in few blocks fastest or within 1% on every
-/// shape measured: each block's row sums and its cluster's exchange are paid once per row, whatever its share, so
-/// fewer blocks per row pay them fewer times (4096 x 32768 bf16 from saved statistics: 256 x 32 x 4 213.9 us against
-/// the former 256 x 16 x 8 295.9; reading y 295.9 against the former 512 x 8 x 8 568.3).
+/// forward does: there 16-block clusters ran 262144-element rows faster than a grid-wide kernel). The H200 pilot
+/// of both saved states in all three types (bench/NOTES.md, "The backward's default rule from a pilot") found 32
+/// elements per thread in few blocks fastest or within 1% on every shape measured: each block's row sums and its
+/// cluster's exchange are paid once per row, whatever its share, so fewer blocks per row pay them fewer times
+/// (4096 x 32768 bf16 from saved statistics: 256 x 32 x 4 213.9 us against the former 256 x 16 x 8 295.9; reading
+/// y 295.9 against the former 512 x 8 x 8 568.3).
 constexpr SplitRule backward_split_rule() noexcept {
   SplitRule rule;
   rule.steps[rule.step_count++] = {32, 256, 1, portable_cluster_size};
@@ -82,13 +84,15 @@ constexpr BackwardClusterConfig backward_cluster_config_for(std::int64_t rows, s
                                                             int max_cluster_size, int sm_count) noexcept {
   const BackwardClusterConfig c = default_backward_cluster_config(cols, dtype, max_cluster_size);
   const bool few_rows = rows >= 1 && rows <= sm_count / (2 * max_cluster_blocks);
-  if (c.threads != 512 || c.cluster_size > portable_cluster_size || max_cluster_size < max_cluster_blocks || !few_rows) {
+  if (c.threads != 512 || c.cluster_size > portable_cluster_size || max_cluster_size < max_cluster_blocks ||
+      !few_rows) {
     return c;
   }
   SplitRule wide;
   wide.steps[wide.step_count++] = {32, 256, max_cluster_blocks, max_cluster_blocks};
-  const BackwardClusterConfig spread =
-      apply_split_rule(wide, backward_cluster_elems, BackwardRegisterConfigs::ElemList::count, cols, dtype, max_cluster_size);
+  const BackwardClusterConfig spread = apply_split_rule(wide, backward_cluster_elems,
+                                                        BackwardRegisterConfigs::ElemList::count, cols, dtype,
+                                                        max_cluster_size);
   return spread.cluster_size > 0 ? spread : c;
 }
 
@@ -99,7 +103,8 @@ constexpr BackwardClusterConfig backward_cluster_config_for(std::int64_t rows, s
 /// longer than a cluster holds); *out is untouched on failure.
 inline Status plan_backward_cluster_row(const DeviceInfo& device, std::int64_t rows, std::int64_t cols, DType dtype,
                                         const BackwardClusterConfig* preferred, BackwardClusterPlan* out) noexcept {
-  const int limit = device.max_cluster_size < backward_max_cluster_size ? device.max_cluster_size : backward_max_cluster_size;
+  const int limit =
+      device.max_cluster_size < backward_max_cluster_size ? device.max_cluster_size : backward_max_cluster_size;
   return plan_clusters(
       rows, cols, dtype, limit, backward_cluster_config_for(rows, cols, dtype, limit, device.sm_count), preferred,
       [&](const ClusterConfig& c) { return backward_cluster_config_fits(c, cols, dtype, limit); },
