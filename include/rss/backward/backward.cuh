@@ -108,9 +108,10 @@ Status backward_workspace_bytes(const BackwardConfig& config, std::int64_t rows,
 /// queries the device and plans; run() only launches, on the device it was initialised on (made current
 /// and restored). For automatic, initialize picks cluster_row when a cluster holds the row (and the device
 /// has clusters; backward_prefers_two_pass names the exception), else two_pass, and run() falls back to
-/// two_pass when the device refuses the cluster launch at run time. On any refusal of initialize the operator is left unready. `preferred` (may be
-/// null) is a cluster_row configuration used as given, or refused (not_admissible: it does not hold the
-/// row; invalid_strategy: not instantiated); for automatic a refusal falls back to two_pass.
+/// two_pass when the device refuses the cluster launch at run time. On any refusal of initialize the operator
+/// is left unready. `preferred` (may be null) is a cluster_row configuration used as given, or refused
+/// (not_admissible: it does not hold the row; invalid_strategy: not instantiated); for automatic a refusal
+/// falls back to two_pass.
 template <class T>
 class BackwardOperator {
  public:
