@@ -5,6 +5,7 @@
 // program names the value of each of its reduction rounds (Rounds<...>); the combine owns their shared
 // storage. WithinCluster is the combine of one GPU; AcrossRanks (rss/sharded/device_path.cuh) continues across ranks.
 #include <cstdint>
+#include <type_traits>
 #include <cub/block/block_reduce.cuh>
 #include <cuda/ptx>
 
@@ -71,6 +72,14 @@ struct ClusterStorage<Threads, Rounds<V...>> {
   std::uint64_t filled[sizeof...(V)][sets];  // mbarriers: round I's slots[set] are complete
 };
 
+/// The finish of a round that wants the total itself.
+struct Unfinished {
+  template <class V>
+  __device__ V operator()(const V& total) const {
+    return total;
+  }
+};
+
 /// Block then cluster. Every thread of every block calls each member in the same order.
 template <int Threads, class R>
 class ClusterCombine {
@@ -87,19 +96,32 @@ class ClusterCombine {
 #endif
         }) {}
 
-  /// Round I of this row: thread_value is this thread's partial; every thread gets the cluster's total,
-  /// combined in block-rank order (the same bits in every block).
-  template <int I, class Op>
-  __device__ __forceinline__ typename RoundValue<I, R>::type all_reduce(typename RoundValue<I, R>::type thread_value,
-                                                                        Op op) {
+  /// Round I of this row: thread_value is this thread's partial; every thread gets finish(the cluster's total),
+  /// the total combined in block-rank order (the same bits in every block). What the row needs of the total
+  /// (its scale) may go in `finish`: where the block holds the row alone, one thread computes it before the
+  /// barrier that publishes it, instead of every thread after (16-bit rows of 8K: 0.5-0.8%; bench/NOTES.md).
+  template <int I, class Op, class Finish = Unfinished>
+  __device__ __forceinline__ auto all_reduce(typename RoundValue<I, R>::type thread_value, Op op, Finish finish = {}) {
     using V = typename RoundValue<I, R>::type;
+    using Out = decltype(finish(thread_value));
     constexpr int sets = Storage::sets;
     auto& round = round_storage<I>(storage_.rounds);
-    const V block = cub::BlockReduce<V, Threads>(round.reduce).Reduce(thread_value, op);
+    const V block = cub::BlockReduce<V, Threads>(round.reduce).Reduce(thread_value, op);  // valid in thread 0
+    if constexpr (!std::is_same_v<Finish, Unfinished>) {
+      if (cluster_size_ == 1) {  // no cluster launch: a block barrier publishes the finished total
+        // In the round's slots, which no peer writes then: a field of its own moved the tile kernels' dynamic
+        // tiles off their alignment, and 256-thread tiles slowed by 8-13% (bench/NOTES.md).
+        static_assert(sizeof(Out) <= sizeof(round.slots[0]) && alignof(Out) <= 16);
+        Out* published = reinterpret_cast<Out*>(&round.slots[0]);
+        if (threadIdx.x == 0) *published = finish(block);
+        __syncthreads();
+        return Out(*published);
+      }
+    }
     // Each (round, set) mbarrier completes one phase per use: every row with one set, every other row with two.
     const int set = sets == 2 ? static_cast<int>(rows_ & 1u) : 0;
     const std::uint32_t parity = (sets == 2 ? rows_ >> 1 : rows_) & 1u;
-    return cluster_all_reduce(block, round.slots[set], &storage_.filled[I][set], parity, cluster_size_, start_, op);
+    return finish(cluster_all_reduce(block, round.slots[set], &storage_.filled[I][set], parity, cluster_size_, start_, op));
   }
 
   __device__ void end_row() { ++rows_; }

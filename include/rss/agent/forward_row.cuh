@@ -63,7 +63,17 @@ struct ForwardRow {
                                              Combine& combine, bool leader) {
     // All loads first (V of them in flight per thread), on the row's aligned grid: the program holds x alone.
     const auto x = share.load_aligned(held_row(p, row) + begin);
-    const RowScale scale = make_row_scale(combine.template all_reduce<0>(share.statistics(x), CombineRowStats{}), p.cols);
+    // 16-bit shares in registers leave the scale to the combine (one thread computes it where a block holds the
+    // row alone: 16384 x 8192 16-bit 0.5-0.8% faster). Elsewhere every thread computes it: fp32's 16-element
+    // kernels, at their register budgets, spilled with that and gained nothing, and the 16-bit tiles in clusters
+    // were 2-3% slower with it compiled in (bench/NOTES.md).
+    const auto scale_of = [&](const RowStatsPartial& s) { return make_row_scale(s, p.cols); };
+    RowScale scale;
+    if constexpr (sizeof(T) == 2 && Share::in_registers) {
+      scale = combine.template all_reduce<0>(share.statistics(x), CombineRowStats{}, scale_of);
+    } else {
+      scale = scale_of(combine.template all_reduce<0>(share.statistics(x), CombineRowStats{}));
+    }
     // In registers the exponentials stay in the registers that held x, as fp32 for every storage type.
     // Keeping 16-bit x as stored and recomputing the exponentials for the output saved nothing: ptxas kept
     // the converted floats alive anyway (bf16 512 x 32 `vectors`: 90 registers, 1 block per SM, against 64

@@ -19,6 +19,7 @@ class RegisterShare {
  public:
   using Traits = StorageTraits<T>;
   static constexpr int W = vector_width<T>;
+  static constexpr bool in_registers = true;  // row programs may choose by residence (the forward's scale)
   static constexpr int V = Elems / W;  // 16-byte vectors per thread
   static_assert(Elems % W == 0, "a thread holds whole 16-byte vectors");
 

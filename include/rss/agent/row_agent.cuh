@@ -8,7 +8,8 @@
 //   Program (a struct)                        Scope (a struct)
 //     using Element;         the storage type   struct Params;              host-side state of the combine
 //     using Rounds;          values reduced     template <int Threads, class Rounds> class Combine;
-//     struct Params;         pointers, strides        begin_row(), all_reduce<I>(v, op), end_row(), finish()
+//     struct Params;         pointers, strides        begin_row(), all_reduce<I>(v, op[, finish]),
+//                                                     end_row(), finish()
 //     template <int Threads, int Elems, Fit>   template <int Threads>
 //     min_blocks_per_sm;     register budget    min_blocks_per_sm;          register budget (0: the program's)
 //     held_row(p, row)       the array a tile residence loads (the tile kernel only)

@@ -19,6 +19,7 @@ class TileShare {
  public:
   using Traits = StorageTraits<T>;
   static constexpr int W = vector_width<T>;
+  static constexpr bool in_registers = false;  // row programs may choose by residence (the forward's scale)
   static_assert(F != Fit::exact, "a tile is walked by vectors with a bounds test each");
 
   /// The tile: 16-byte aligned, n elements.

@@ -163,16 +163,16 @@ class RankCombine {
     if (++seq_ == 0) seq_ = 1;
   }
 
-  template <int I, class Op>
-  __device__ __forceinline__ typename RoundValue<I, R>::type all_reduce(typename RoundValue<I, R>::type thread_value,
-                                                                        Op op) {
+  /// As ClusterCombine's: every thread gets finish(the total over every rank), computed by every thread.
+  template <int I, class Op, class Finish = Unfinished>
+  __device__ __forceinline__ auto all_reduce(typename RoundValue<I, R>::type thread_value, Op op, Finish finish = {}) {
     using V = typename RoundValue<I, R>::type;
     const V mine = cluster_.template all_reduce<I>(thread_value, op);
     if (exchange_.mode == DeviceExchange::flags) {
       V* peers = I == 0 ? reinterpret_cast<V*>(storage_.peers0) : reinterpret_cast<V*>(storage_.peers1);
-      return by_flags<V>(mine, I == 0 ? 0 : FlagWords<V0>::count, peers, op);
+      return finish(by_flags<V>(mine, I == 0 ? 0 : FlagWords<V0>::count, peers, op));
     }
-    return by_barrier(mine, I, op);
+    return finish(by_barrier(mine, I, op));
   }
 
   __device__ void end_row() { cluster_.end_row(); }
