@@ -121,7 +121,8 @@ class ClusterCombine {
     // Each (round, set) mbarrier completes one phase per use: every row with one set, every other row with two.
     const int set = sets == 2 ? static_cast<int>(rows_ & 1u) : 0;
     const std::uint32_t parity = (sets == 2 ? rows_ >> 1 : rows_) & 1u;
-    return finish(cluster_all_reduce(block, round.slots[set], &storage_.filled[I][set], parity, cluster_size_, start_, op));
+    return finish(
+        cluster_all_reduce(block, round.slots[set], &storage_.filled[I][set], parity, cluster_size_, start_, op));
   }
 
   __device__ void end_row() { ++rows_; }
