@@ -1,0 +1,418 @@
+// The floor of the few-row structure: how fast can a kernel be that gives each row one thread-block cluster, as
+// cluster_row does, and does only what the operator cannot do without? Per row: load the share (a shared-memory
+// tile by one bulk copy per block, or registers), the max and the sum of squares in fp32, one cluster exchange,
+// exp2 of one FFMA per element and their sum, a second exchange, y = e / sum stored as T. No FP64, no overflow
+// path, no non-finite handling, no odd layouts: a lower bound for the same geometry, not a kernel to ship (its
+// answer is checked against the double reference with a loose bound, 1e-3 of the row's norm, to show it does the
+// work). A diagnostic, never part of the library.
+//
+// Beside the skeletons, in the same process: cudaMemcpyAsync of x's bytes (read x, write y), the bench's blocked
+// copy floor, and rss's automatic strategy through the public API. Per variant: CUDA-event time per call in a
+// burst of 200 (the bench's device time), and the host completion time of one synchronised call (median of 200).
+//
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I bench dev/fewrow_floor.cu -o fewrow_floor
+//   ./fewrow_floor
+//
+// The Performance IV target on these shapes is the limit + 3 us in host time (the limit: the faster copy): where
+// even a skeleton of this structure misses it, the structure cannot meet it; where the skeleton meets it, the
+// difference to rss is the implementation's.
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "copy_floor.cuh"
+#include "rss/reference/cpu_reference.hpp"
+#include "rss/rss.cuh"
+#include "rss/sync/bulk_copy.cuh"
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "fewrow_floor: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// ---- Element conversions on 16-byte vectors: 4 fp32 or 8 bf16. ----
+
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+  static constexpr int width = 4;
+  __device__ static void to_float(const uint4& v, float (&f)[4]) {
+    f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
+  }
+  __device__ static uint4 from_float(const float (&f)[4]) {
+    return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]), __float_as_uint(f[3]));
+  }
+};
+template <>
+struct Vec<__nv_bfloat16> {
+  static constexpr int width = 8;
+  __device__ static void to_float(const uint4& v, float (&f)[8]) {
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+  __device__ static uint4 from_float(const float (&f)[8]) {
+    unsigned w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const __nv_bfloat162 p = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+      std::memcpy(&w[i], &p, 4);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  }
+};
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+constexpr int max_cluster = 16;
+
+struct Slots {
+  float max[2][max_cluster];
+  float sum[2][max_cluster];
+};
+
+/// The block's (max, sum) of its threads' values, to thread 0 (the max only WithMax).
+template <int Threads, bool WithMax>
+__device__ void block_reduce(float& mx, float& sm, float* warp_max, float* warp_sum) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    if (WithMax) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    sm += __shfl_xor_sync(0xffffffffu, sm, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (WithMax) warp_max[threadIdx.x / 32] = mx;
+    warp_sum[threadIdx.x / 32] = sm;
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    if (WithMax) mx = threadIdx.x < Threads / 32 ? warp_max[threadIdx.x] : -INFINITY;
+    sm = threadIdx.x < Threads / 32 ? warp_sum[threadIdx.x] : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      if (WithMax) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      sm += __shfl_xor_sync(0xffffffffu, sm, o);
+    }
+  }
+}
+
+/// One cluster exchange: thread 0 of each block writes the block's (max,) sum into slot [round][rank] of every
+/// block of the cluster (distributed shared memory); after the cluster barrier every thread combines them.
+template <int Threads, bool WithMax>
+__device__ void cluster_exchange(cg::cluster_group& cluster, Slots& slots, int round, float& mx, float& sm,
+                                 float* warp_max, float* warp_sum) {
+  block_reduce<Threads, WithMax>(mx, sm, warp_max, warp_sum);
+  const int k = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  if (threadIdx.x == 0) {
+    for (int b = 0; b < k; ++b) {
+      Slots* peer = cluster.map_shared_rank(&slots, b);
+      if (WithMax) peer->max[round][rank] = mx;
+      peer->sum[round][rank] = sm;
+    }
+  }
+  cluster.sync();
+  if (WithMax) mx = -INFINITY;
+  sm = 0.0f;
+  for (int b = 0; b < k; ++b) {
+    if (WithMax) mx = fmaxf(mx, slots.max[round][b]);
+    sm += slots.sum[round][b];
+  }
+}
+
+/// One row per cluster; each block's share is `share` elements (a multiple of the vector width) from
+/// rank * share, clipped to cols. Tile: the share in dynamic shared memory by one bulk copy; else registers
+/// (at most Vectors 16-byte vectors a thread). KeepExp (registers only): the exponentials kept for the store.
+template <class T, int Threads, int Vectors, bool Tile, bool KeepExp>
+__global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64_t cols, std::int64_t share) {
+  constexpr int W = Vec<T>::width;
+  extern __shared__ __align__(128) unsigned char tile_bytes[];
+  __shared__ Slots slots;
+  __shared__ float warp_max[32], warp_sum[32];
+  __shared__ std::uint64_t barrier[1];
+  cg::cluster_group cluster = cg::this_cluster();
+  const std::int64_t row = blockIdx.x / cluster.num_blocks();
+  const std::int64_t first = static_cast<std::int64_t>(cluster.block_rank()) * share;
+  const std::int64_t left = cols - first;
+  const std::int64_t mine = left <= 0 ? 0 : left < share ? left : share;  // elements of this block
+  const int vectors = static_cast<int>(mine / W);
+  const T* xr = x + row * cols + first;
+  T* yr = y + row * cols + first;
+  const int t = static_cast<int>(threadIdx.x);
+
+  uint4 held[Tile ? 1 : Vectors];
+  const uint4* tile = reinterpret_cast<const uint4*>(tile_bytes);
+  if constexpr (Tile) {
+    rss::detail::BulkTileLoads<1> loads(barrier);
+    if (t == 0 && mine > 0) loads.issue(0, tile_bytes, xr, static_cast<std::uint32_t>(mine * sizeof(T)));
+    if (mine > 0) loads.wait(0);
+  } else {
+#pragma unroll
+    for (int u = 0; u < Vectors; ++u) {
+      const int v = u * Threads + t;
+      held[u] = v < vectors ? __ldcs(reinterpret_cast<const uint4*>(xr) + v) : make_uint4(0, 0, 0, 0);
+    }
+  }
+  cluster.sync();  // every block of the cluster has started: its slots may be written
+  // f(u, v, vector) over this thread's vectors (u: the register index, v: the vector's index in the share).
+  const auto each = [&](auto&& f) {
+    if constexpr (Tile) {
+#pragma unroll 4
+      for (int v = t; v < vectors; v += Threads) f(0, v, tile[v]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < Vectors; ++u) {
+        const int v = u * Threads + t;
+        if (v < vectors) f(u, v, held[u]);
+      }
+    }
+  };
+
+  float mx = -INFINITY, ss = 0.0f;
+  each([&](int, int, const uint4& vec) {
+    float f[W];
+    Vec<T>::to_float(vec, f);
+#pragma unroll
+    for (int e = 0; e < W; ++e) mx = fmaxf(mx, f[e]), ss = fmaf(f[e], f[e], ss);
+  });
+  cluster_exchange<Threads, true>(cluster, slots, 0, mx, ss, warp_max, warp_sum);
+  const float k = rsqrtf(ss / static_cast<float>(cols)) * 1.4426950408889634f;  // r log2(e)
+  const float offset = -mx * k;
+
+  float kept[KeepExp ? Vectors * W : 1];
+  float sum = 0.0f;
+  each([&](int u, int, const uint4& vec) {
+    float f[W];
+    Vec<T>::to_float(vec, f);
+#pragma unroll
+    for (int e = 0; e < W; ++e) {
+      const float ex = fast_exp2(fmaf(f[e], k, offset));
+      if constexpr (KeepExp) kept[u * W + e] = ex;
+      sum += ex;
+    }
+  });
+  float no_max = 0.0f;
+  cluster_exchange<Threads, false>(cluster, slots, 1, no_max, sum, warp_max, warp_sum);
+  const float inv = 1.0f / sum;
+
+  each([&](int u, int v, const uint4& vec) {
+    float f[W];
+    if constexpr (KeepExp) {
+#pragma unroll
+      for (int e = 0; e < W; ++e) f[e] = kept[u * W + e] * inv;
+    } else {
+      Vec<T>::to_float(vec, f);
+#pragma unroll
+      for (int e = 0; e < W; ++e) f[e] = fast_exp2(fmaf(f[e], k, offset)) * inv;
+    }
+    __stcs(reinterpret_cast<uint4*>(yr) + v, Vec<T>::from_float(f));
+  });
+  // No block exits before its peers' last writes into its slots: those came before the second cluster barrier.
+}
+
+struct Timing {
+  double burst, host;
+};
+
+Timing time_it(const std::function<void(cudaStream_t)>& call, cudaStream_t stream) {
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "event");
+  check(cudaEventCreate(&b), "event");
+  for (int i = 0; i < 20; ++i) call(stream);
+  check(cudaStreamSynchronize(stream), "warm-up");
+  std::vector<double> host;
+  for (int i = 0; i < 200; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call(stream);
+    check(cudaStreamSynchronize(stream), "call");
+    host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  check(cudaEventRecord(a, stream), "record");
+  for (int i = 0; i < 200; ++i) call(stream);
+  check(cudaEventRecord(b, stream), "record");
+  check(cudaEventSynchronize(b), "burst");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, a, b), "elapsed");
+  check(cudaGetLastError(), "launches");
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return {ms * 1000.0 / 200, median(host)};
+}
+
+void report(const std::string& what, const Timing& t, const std::string& note = "") {
+  std::printf("  %-44s events %7.2f us   host %7.2f us %s\n", what.c_str(), t.burst, t.host, note.c_str());
+  std::fflush(stdout);
+}
+
+template <class T>
+float to_host_float(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return __bfloat162float(v);
+  }
+}
+
+/// The largest error of rows 0 and rows-1 against the double reference, relative to each row's norm.
+template <class T>
+double row_error(const std::vector<T>& x, const std::vector<T>& y, std::int64_t rows, std::int64_t cols) {
+  double worst = 0.0;
+  for (const std::int64_t i : {std::int64_t{0}, rows - 1}) {
+    std::vector<double> in(static_cast<std::size_t>(cols)), ref(static_cast<std::size_t>(cols));
+    for (std::int64_t j = 0; j < cols; ++j) in[static_cast<std::size_t>(j)] = to_host_float(x[static_cast<std::size_t>(i * cols + j)]);
+    rss::reference::rms_scaled_softmax(in.data(), ref.data(), 1, cols);
+    double d = 0, n = 0;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double g = to_host_float(y[static_cast<std::size_t>(i * cols + j)]), r = ref[static_cast<std::size_t>(j)];
+      d += (g - r) * (g - r);
+      n += r * r;
+    }
+    worst = std::max(worst, std::sqrt(d / n));
+  }
+  return worst;
+}
+
+template <class T, int Threads, int Vectors, bool Tile, bool KeepExp>
+void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, int cluster, const std::vector<T>& hx,
+                      cudaStream_t stream) {
+  constexpr int W = Vec<T>::width;
+  const std::int64_t per_block = (cols + cluster - 1) / cluster;
+  const std::int64_t share = (per_block + W - 1) / W * W;
+  const std::int64_t per_thread_vectors = (share / W + Threads - 1) / Threads;
+  const std::string name = std::string(Tile ? "skeleton tile " : KeepExp ? "skeleton registers, exp kept " : "skeleton registers ") +
+                           std::to_string(Threads) + " x " + std::to_string(per_thread_vectors * W) + " x " + std::to_string(cluster);
+  const std::size_t smem = Tile ? static_cast<std::size_t>(share * sizeof(T)) : 0;
+  // A register variant runs only where it is the smallest of its kind that holds the share (2, 4 or 8 vectors).
+  if (!Tile && (per_thread_vectors > Vectors || (Vectors > 2 && per_thread_vectors <= Vectors / 2 && !(KeepExp && Vectors == 4)))) return;
+  if (Tile && smem > 227 * 1024) return;
+  auto kernel = skeleton<T, Threads, Vectors, Tile, KeepExp>;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), "smem");
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "cluster 16");
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(rows * cluster));
+  cfg.blockDim = dim3(Threads);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(cluster);
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int resident = 0;
+  cfg.stream = stream;
+  if (cudaOccupancyMaxActiveClusters(&resident, kernel, &cfg) != cudaSuccess || resident == 0) {
+    (void)cudaGetLastError();
+    std::printf("  %-44s does not launch here\n", name.c_str());
+    return;
+  }
+  check(cudaMemsetAsync(y, 0xFF, static_cast<std::size_t>(rows * cols) * sizeof(T), stream), "poison");
+  const Timing t = time_it([&](cudaStream_t s) {
+    cfg.stream = s;
+    check(cudaLaunchKernelEx(&cfg, kernel, x, y, cols, share), "skeleton");
+  }, stream);
+  std::vector<T> hy(static_cast<std::size_t>(rows * cols));
+  check(cudaMemcpy(hy.data(), y, hy.size() * sizeof(T), cudaMemcpyDeviceToHost), "y");
+  char note[96];
+  std::snprintf(note, sizeof note, "(%d clusters resident, waves %.2f; error %.1e)", resident,
+                static_cast<double>(rows) / resident, row_error(hx, hy, rows, cols));
+  report(name, t, note);
+}
+
+template <class T>
+void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  std::vector<T> hx(n);
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (T& v : hx) v = static_cast<T>(u(gen) + 0.001f);
+  T *x = nullptr, *y = nullptr;
+  check(cudaMalloc(&x, n * sizeof(T)), "x");
+  check(cudaMalloc(&y, n * sizeof(T)), "y");
+  check(cudaMemcpy(x, hx.data(), n * sizeof(T), cudaMemcpyHostToDevice), "x");
+  const std::int64_t bytes = static_cast<std::int64_t>(n * sizeof(T));
+  int sms = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SMs");
+  std::printf("%lld x %lld %s (%.1f MB each way):\n", static_cast<long long>(rows), static_cast<long long>(cols), dtype,
+              bytes / 1e6);
+  const Timing memcpy_t = time_it([&](cudaStream_t s) { check(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, s), "memcpy"); }, stream);
+  report("cudaMemcpyAsync", memcpy_t);
+  const Timing blocked = time_it([&](cudaStream_t s) { check(rss_bench::blocked_copy_floor(x, y, bytes, sms, s), "copy"); }, stream);
+  report("blocked_copy_floor", blocked);
+  std::printf("  target (the limit + 3 us, host): %.2f us\n", std::min(memcpy_t.host, blocked.host) + 3.0);
+
+  std::size_t ws_bytes = 0;
+  void* ws = nullptr;
+  if (rss::workspace_bytes<T>(rss::Strategy::automatic, rows, cols, &ws_bytes) == rss::Status::success && ws_bytes > 0)
+    check(cudaMalloc(&ws, ws_bytes), "workspace");
+  report("rss automatic", time_it([&](cudaStream_t s) {
+           (void)rss::rms_scaled_softmax<T>(rss::Strategy::automatic, x, y, rows, cols, ws, ws_bytes, s);
+         }, stream));
+  if (ws != nullptr) cudaFree(ws);
+
+  for (const int cluster : {8, 16}) {
+    skeleton_variant<T, 256, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 4, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 4, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 2, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 4, false, true>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 4, false, true>(x, y, rows, cols, cluster, hx, stream);
+  }
+  cudaFree(x);
+  cudaFree(y);
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "properties");
+  std::printf("%s (GPU-%02x%02x%02x%02x), %d SMs\n", prop.name, static_cast<unsigned char>(prop.uuid.bytes[0]),
+              static_cast<unsigned char>(prop.uuid.bytes[1]), static_cast<unsigned char>(prop.uuid.bytes[2]),
+              static_cast<unsigned char>(prop.uuid.bytes[3]), prop.multiProcessorCount);
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  shape<__nv_bfloat16>("bf16", 64, 131072, stream);
+  shape<__nv_bfloat16>("bf16", 32, 128256, stream);
+  shape<__nv_bfloat16>("bf16", 8, 131072, stream);
+  shape<__nv_bfloat16>("bf16", 1, 131072, stream);
+  shape<float>("fp32", 64, 131072, stream);
+  shape<float>("fp32", 32, 128256, stream);
+  shape<float>("fp32", 1, 131072, stream);
+  std::printf("done\n");
+  return 0;
+}
