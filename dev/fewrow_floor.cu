@@ -314,7 +314,7 @@ void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, in
                            std::to_string(Threads) + " x " + std::to_string(per_thread_vectors * W) + " x " + std::to_string(cluster);
   const std::size_t smem = Tile ? static_cast<std::size_t>(share * sizeof(T)) : 0;
   // A register variant runs only where it is the smallest of its kind that holds the share (2, 4 or 8 vectors).
-  if (!Tile && (per_thread_vectors > Vectors || (Vectors > 2 && per_thread_vectors <= Vectors / 2 && !(KeepExp && Vectors == 4)))) return;
+  if (!Tile && (per_thread_vectors > Vectors || (Vectors > 2 && per_thread_vectors <= Vectors / 2 && !KeepExp))) return;
   if (Tile && smem > 227 * 1024) return;
   auto kernel = skeleton<T, Threads, Vectors, Tile, KeepExp>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), "smem");
@@ -389,6 +389,7 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
     skeleton_variant<T, 256, 4, false, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 4, false, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 2, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 8, false, true>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 4, false, true>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 4, false, true>(x, y, rows, cols, cluster, hx, stream);
   }
