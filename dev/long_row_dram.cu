@@ -10,6 +10,14 @@
 //       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum ./long_row_dram [fp32|bf16|fp16] [cols] [strategy]
 //
 // and prints the bytes of x and y to compare with ncu's dram__bytes_read.sum and dram__bytes_write.sum.
+//
+// A fifth argument `plain` (long_row only) makes the measured call a plain launch of long_row's kernel: the same
+// plan, parameters, clusters and shared memory, without the cooperative attribute, which is what ncu's kernel
+// replay fails on (its cluster kernels and the megakernels' cooperative launches profile fine). The grid is one
+// block per SM, so its blocks are co-resident on an idle GPU all the same:
+//
+//   ncu --profile-from-start off --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+//       ./long_row_dram fp32 16777216 long_row plain
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_profiler_api.h>
@@ -40,8 +48,49 @@ void check(rss::Status s, const char* what) {
   }
 }
 
+/// long_row's launch for a plan, as the strategy makes it (long_row::launch_plan), without the cooperative attribute.
 template <class T>
-int run(std::int64_t cols, rss::Strategy strategy) {
+void plain_long_row_call(const T* x, T* y, std::int64_t cols, void* workspace, std::size_t workspace_bytes) {
+  using LongRow = rss::detail::LongRow;
+  namespace lr = rss::detail::long_row;
+  rss::DeviceInfo device{};
+  check(rss::current_device_info(&device), "device");
+  rss::detail::Call<T> call;
+  call.x = x;
+  call.y = y;
+  call.layout = rss::Layout::contiguous(1, cols);
+  call.workspace = workspace;
+  call.workspace_bytes = workspace_bytes;
+  LongRow::Plan<T> plan;
+  check(LongRow::make_plan(call, device, rss::Config{}, &plan), "long_row plan");
+  check(LongRow::prepare(plan, call, nullptr), "long_row prepare");
+  check(LongRow::launch(plan, call, rss::detail::Launcher{}), "long_row, cooperative (warm-up)");
+  check(cudaDeviceSynchronize(), "warm-up");
+  const rss::LongRowPlan& g = plan.geometry;
+  rss::WorkspaceCarver carver(workspace);
+  const lr::Workspace w = lr::Workspace::carve(carver, plan.max_leaders);
+  const lr::Params<T> p{x,          y,          nullptr,      g.rows,       g.cols,     call.layout.ld_x,
+                        call.layout.ld_y, g.share_elems, g.tile_elems, g.clusters, g.cluster_size, w.state,
+                        w.stat_slots, w.sum_slots};
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(g.grid_blocks));
+  config.blockDim = dim3(static_cast<unsigned>(lr::threads));
+  config.dynamicSmemBytes = g.dynamic_shared_bytes;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim = {static_cast<unsigned>(g.cluster_size), 1, 1};
+  config.attrs = g.cluster_size > 1 ? &cluster : nullptr;
+  config.numAttrs = g.cluster_size > 1 ? 1 : 0;
+  check(cudaProfilerStart(), "cudaProfilerStart");
+  check(cudaLaunchKernelEx(&config, plan.kernel, p), "long_row, plain launch");
+  check(cudaDeviceSynchronize(), "the measured call");
+  check(cudaProfilerStop(), "cudaProfilerStop");
+  std::printf("long_row_dram: plain launch of %lld blocks in clusters of %d, %zu bytes of shared memory each\n",
+              static_cast<long long>(g.grid_blocks), g.cluster_size, static_cast<std::size_t>(g.dynamic_shared_bytes));
+}
+
+template <class T>
+int run(std::int64_t cols, rss::Strategy strategy, bool plain) {
   std::vector<T> host(static_cast<std::size_t>(cols));
   std::mt19937 gen(11);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
@@ -57,10 +106,14 @@ int run(std::int64_t cols, rss::Strategy strategy) {
   check(cudaMemcpy(x, host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy(x)");
   for (int i = 0; i < 3; ++i) check(rss::rms_scaled_softmax(strategy, x, y, 1, cols, workspace, workspace_bytes), "warm-up");
   check(cudaDeviceSynchronize(), "warm-up");
-  check(cudaProfilerStart(), "cudaProfilerStart");
-  check(rss::rms_scaled_softmax(strategy, x, y, 1, cols, workspace, workspace_bytes), "the measured call");
-  check(cudaDeviceSynchronize(), "the measured call");
-  check(cudaProfilerStop(), "cudaProfilerStop");
+  if (plain) {
+    plain_long_row_call(x, y, cols, workspace, workspace_bytes);
+  } else {
+    check(cudaProfilerStart(), "cudaProfilerStart");
+    check(rss::rms_scaled_softmax(strategy, x, y, 1, cols, workspace, workspace_bytes), "the measured call");
+    check(cudaDeviceSynchronize(), "the measured call");
+    check(cudaProfilerStop(), "cudaProfilerStop");
+  }
   std::printf("long_row_dram: %s 1 x %lld, %s: x %zu bytes, y %zu bytes\n", rss::strategy_name(strategy),
               static_cast<long long>(cols), sizeof(T) == 4 ? "fp32" : "16-bit", bytes, bytes);
   cudaFree(x);
@@ -79,13 +132,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "long_row_dram: unknown strategy '%s'\n", argv[3]);
     return 2;
   }
+  const bool plain = argc > 4 && std::strcmp(argv[4], "plain") == 0;
+  if (plain && strategy != rss::Strategy::long_row) {
+    std::fprintf(stderr, "long_row_dram: 'plain' launches long_row only\n");
+    return 2;
+  }
   if (cols < 1) {
     std::fprintf(stderr, "long_row_dram: cols must be at least 1\n");
     return 2;
   }
-  if (std::strcmp(dtype, "fp32") == 0) return run<float>(cols, strategy);
-  if (std::strcmp(dtype, "bf16") == 0) return run<__nv_bfloat16>(cols, strategy);
-  if (std::strcmp(dtype, "fp16") == 0) return run<__half>(cols, strategy);
+  if (std::strcmp(dtype, "fp32") == 0) return run<float>(cols, strategy, plain);
+  if (std::strcmp(dtype, "bf16") == 0) return run<__nv_bfloat16>(cols, strategy, plain);
+  if (std::strcmp(dtype, "fp16") == 0) return run<__half>(cols, strategy, plain);
   std::fprintf(stderr, "long_row_dram: dtype must be fp32, bf16 or fp16\n");
   return 2;
 }
