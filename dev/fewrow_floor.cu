@@ -31,6 +31,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "copy_floor.cuh"
@@ -129,10 +130,11 @@ __device__ void block_reduce(float& mx, float& sm, float* warp_max, float* warp_
 
 /// One cluster exchange: thread 0 of each block writes the block's (max,) sum into slot [round][rank] of every
 /// block of the cluster (distributed shared memory); after the cluster barrier every thread combines them.
-template <int Threads, bool WithMax>
+template <int Threads, bool WithMax, class BeforePublish>
 __device__ void cluster_exchange(cg::cluster_group& cluster, Slots& slots, int round, float& mx, float& sm,
-                                 float* warp_max, float* warp_sum) {
+                                 float* warp_max, float* warp_sum, BeforePublish&& before_publish) {
   block_reduce<Threads, WithMax>(mx, sm, warp_max, warp_sum);
+  before_publish();
   const int k = static_cast<int>(cluster.num_blocks());
   const int rank = static_cast<int>(cluster.block_rank());
   if (threadIdx.x == 0) {
@@ -184,7 +186,9 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
       held[u] = v < vectors ? __ldcs(reinterpret_cast<const uint4*>(xr) + v) : make_uint4(0, 0, 0, 0);
     }
   }
-  cluster.sync();  // every block of the cluster has started: its slots may be written
+  // Every block of the cluster must have started before its slots are written: arrive now, wait before the
+  // first write (the statistics of the first pass overlap the peers' start and loads).
+  auto started = cluster.barrier_arrive();
   // f(u, v, vector) over this thread's vectors (u: the register index, v: the vector's index in the share).
   const auto each = [&](auto&& f) {
     if constexpr (Tile) {
@@ -206,7 +210,8 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
 #pragma unroll
     for (int e = 0; e < W; ++e) mx = fmaxf(mx, f[e]), ss = fmaf(f[e], f[e], ss);
   });
-  cluster_exchange<Threads, true>(cluster, slots, 0, mx, ss, warp_max, warp_sum);
+  cluster_exchange<Threads, true>(cluster, slots, 0, mx, ss, warp_max, warp_sum,
+                                  [&] { cluster.barrier_wait(std::move(started)); });
   const float k = rsqrtf(ss / static_cast<float>(cols)) * 1.4426950408889634f;  // r log2(e)
   const float offset = -mx * k;
 
@@ -223,7 +228,7 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
     }
   });
   float no_max = 0.0f;
-  cluster_exchange<Threads, false>(cluster, slots, 1, no_max, sum, warp_max, warp_sum);
+  cluster_exchange<Threads, false>(cluster, slots, 1, no_max, sum, warp_max, warp_sum, [] {});
   const float inv = 1.0f / sum;
 
   each([&](int u, int v, const uint4& vec) {
