@@ -50,12 +50,12 @@ void check_contract(const ClusterPlan& p, std::int64_t rows, std::int64_t cols, 
   CHECK(p.grid_blocks == rows * p.config.cluster_size);
   // No block of the cluster is idle: the last block owns at least one element.
   CHECK(p.chunk_elems * (p.config.cluster_size - 1) < cols);
-  // A share kept in shared memory takes its bytes as stored (a pipelined one two tiles of them); one in
-  // registers takes none.
+  // A share kept in shared memory takes its bytes as stored (a pipelined one two tiles of them) and room to start
+  // them on a 128-byte boundary; one in registers takes none.
   const int tiles = p.config.residence == rss::RowResidence::registers               ? 0
                     : p.config.residence == rss::RowResidence::shared_memory_pipelined ? 2
                                                                                        : 1;
-  CHECK(p.shared_bytes == tiles * p.chunk_elems * rss::dtype_bytes(dtype));
+  CHECK(p.shared_bytes == tiles * p.chunk_elems * rss::dtype_bytes(dtype) + (tiles > 0 ? rss::tile_alignment : 0));
 }
 
 }  // namespace
@@ -211,7 +211,7 @@ TEST_CASE("cluster_row keeps a row in shared memory when the configuration says 
     const ClusterPlan p = plan_for(64, 65536, dtype, &wide);
     CHECK(p.config == wide);
     CHECK(p.chunk_elems == 16384);
-    CHECK(p.shared_bytes == 16384 * rss::dtype_bytes(dtype));
+    CHECK(p.shared_bytes == 16384 * rss::dtype_bytes(dtype) + rss::tile_alignment);
     check_contract(p, 64, 65536, dtype);
     // The same threads and elements in registers are another configuration, and 64 per thread is not one.
     CHECK_FALSE(ClusterConfig{256, 64, 4} == wide);
@@ -234,7 +234,7 @@ TEST_CASE("cluster_row pipelined keeps two tiles of the block's share in shared 
     const ClusterPlan p = plan_for(4096, 32768, dtype, &c);
     CHECK(p.config == c);
     CHECK(p.chunk_elems == 32768);
-    CHECK(p.shared_bytes == 2 * 32768 * rss::dtype_bytes(dtype));
+    CHECK(p.shared_bytes == 2 * 32768 * rss::dtype_bytes(dtype) + rss::tile_alignment);
     // The planner's grid is one cluster per row; the launch caps it to the resident clusters (a runtime
     // occupancy query: tests/api/test_layout.cu checks it on a GPU).
     check_contract(p, 4096, 32768, dtype);

@@ -126,8 +126,12 @@ __global__ void __launch_bounds__(Threads)
   const BlockShare block(s);
   const int n = static_cast<int>(block.n);  // a share fits shared memory
   const std::int64_t stride = gridDim.x / s.cluster_size;
-  // chunk is a multiple of 8 elements, so tile 1 is 16-byte aligned too.
-  const auto tile = [&](int k) { return reinterpret_cast<T*>(row_agent_tiles) + (Tiles == 2 ? (k & 1) * s.chunk : 0); };
+  // Tile 0 at the first 128-byte boundary (the plan holds tile_alignment bytes more); chunk is a multiple of 8
+  // elements, so tile 1 is 16-byte aligned too.
+  const std::int64_t offset = static_cast<std::uint32_t>(__cvta_generic_to_shared(row_agent_tiles)) % tile_alignment;
+  char* const first = reinterpret_cast<char*>(row_agent_tiles) + (tile_alignment - offset) % tile_alignment;
+  T* const tiles = reinterpret_cast<T*>(first);
+  const auto tile = [&](int k) { return tiles + (Tiles == 2 ? (k & 1) * s.chunk : 0); };
   BulkTileLoads<Tiles> loads(tile_loaded);
   const bool bulk = F != Fit::checked && n > 0;  // n * sizeof(T) is then a multiple of 16
   const auto fetch = [&](std::int64_t row, int k) {  // thread 0: start loading `row` into tile(k)
