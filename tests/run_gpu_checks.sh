@@ -45,11 +45,14 @@ if [ "$part" != sanitizers ]; then
     fi
     run gpu_sharded_one_process 300 "$build/tests/sharded/rss_sharded_gpu_tests"
     run gpu_sharded_bounded_wait 120 "$build/tests/sharded/rss_sharded_wait_test"
-    t0=$SECONDS
-    timeout 300 "$build/tests/sharded/rss_sharded_mp_tests" > "$logs/gpu_sharded_process_per_gpu.log" 2>&1
-    rc=$?
-    echo "gpu_sharded_process_per_gpu: exit $rc in $((SECONDS - t0)) s$([ "$rc" -eq 77 ] && echo ' (skipped: one GPU)')"
-    [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
+    for t in "process_per_gpu 300 rss_sharded_mp_tests" "faults 900 rss_sharded_fault_tests"; do
+      set -- $t
+      t0=$SECONDS
+      timeout "$2" "$build/tests/sharded/$3" > "$logs/gpu_sharded_$1.log" 2>&1
+      rc=$?
+      echo "gpu_sharded_$1: exit $rc in $((SECONDS - t0)) s$([ "$rc" -eq 77 ] && echo ' (skipped: one GPU)')"
+      [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
+    done
   fi
 fi
 [ "$part" = tests ] && exit $status

@@ -133,6 +133,26 @@ inline std::vector<float> make_input(const Case& c, std::uint64_t seed) {
   return x;
 }
 
+inline cudaMemLocation host_location() {
+  cudaMemLocation l{};
+  l.type = cudaMemLocationTypeHost;
+  return l;
+}
+inline cudaMemLocation device_location(int device) {
+  cudaMemLocation l{};
+  l.type = cudaMemLocationTypeDevice;
+  l.id = device;
+  return l;
+}
+/// cudaMemAdvise with a location (CUDA 13's form; 12.2 to 12.9 name it cudaMemAdvise_v2).
+inline cudaError_t advise(const void* p, std::size_t bytes, cudaMemoryAdvise advice, cudaMemLocation where) {
+#if CUDART_VERSION >= 13000
+  return cudaMemAdvise(p, bytes, advice, where);
+#else
+  return cudaMemAdvise_v2(p, bytes, advice, where);
+#endif
+}
+
 #define SHARDED_CUDA(report, call)                                                       \
   do {                                                                                   \
     const cudaError_t e_ = (call);                                                       \
@@ -154,6 +174,7 @@ struct Rank {
   T* x = nullptr;
   T* y = nullptr;
   std::int64_t offset = 0;  // first global column of the shard
+  bool y_on_host = false;   // y in managed memory kept on the host: readable after a device fault ended the context
   rss::ShardedOperator<T> op;
   rss::Status init_status = rss::Status::success;
 
@@ -178,7 +199,13 @@ struct Rank {
     if (c.in_place) {
       y = x;
     } else {
-      SHARDED_CUDA(report, cudaMalloc(&y_alloc, y_elems * sizeof(T)));
+      if (y_on_host) {
+        SHARDED_CUDA(report, cudaMallocManaged(&y_alloc, y_elems * sizeof(T)));
+        SHARDED_CUDA(report, advise(y_alloc, y_elems * sizeof(T), cudaMemAdviseSetPreferredLocation, host_location()));
+        SHARDED_CUDA(report, advise(y_alloc, y_elems * sizeof(T), cudaMemAdviseSetAccessedBy, device_location(device)));
+      } else {
+        SHARDED_CUDA(report, cudaMalloc(&y_alloc, y_elems * sizeof(T)));
+      }
       SHARDED_CUDA(report, cudaMemset(y_alloc, 0xFF, y_elems * sizeof(T)));
       y = static_cast<T*>(y_alloc) + c.misalign;
     }

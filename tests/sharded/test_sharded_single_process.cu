@@ -263,3 +263,76 @@ TEST_CASE("ranks that disagree get a status on every rank, not a hang", "[sharde
     }
   }
 }
+
+TEST_CASE("an aborted communicator: release_after_abort() frees the operator locally; a new one works", "[sharded]") {
+  const int n = comms().world();
+  if (n < 1) {
+    WARN("no GPU or ncclCommInitAll failed: nothing to test");
+    return;
+  }
+  std::vector<int> devices(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) devices[static_cast<std::size_t>(i)] = i;
+  const Case c{"abort_16x3001", 16, uneven(3001, n)};
+  for (const PathRun& p : all_paths) {
+    const std::string label = c.name + " " + p.name();
+    std::vector<ncclComm_t> first(static_cast<std::size_t>(n)), second(static_cast<std::size_t>(n));
+    REQUIRE(ncclCommInitAll(first.data(), n, devices.data()) == ncclSuccess);
+    std::vector<std::unique_ptr<Rank<float>>> ranks;
+    Report report;
+    std::vector<Report> reports(static_cast<std::size_t>(n));
+    const std::vector<float> global = make_input(c, fresh_seed());
+    for (int r = 0; r < n; ++r) {
+      ranks.emplace_back(new Rank<float>());
+      ranks.back()->rank = r;
+      ranks.back()->device = r;
+      ranks.back()->prepare(c, global, reports[static_cast<std::size_t>(r)]);
+    }
+    per_rank(n, [&](int r) {
+      Rank<float>& k = *ranks[static_cast<std::size_t>(r)];
+      cudaSetDevice(k.device);
+      k.op.set_device_exchange(p.exchange);
+      k.init_status = k.op.initialize(first[static_cast<std::size_t>(r)], p.path, k.x, k.y, k.layout, total(c.widths), k.stream);
+      if (rss::ok(k.init_status)) (void)k.op.run(k.stream);
+      cudaStreamSynchronize(k.stream);
+    });
+    // As after a peer stopped: every rank aborts its communicator, then releases its operator without peers.
+    for (int r = 0; r < n; ++r) {
+      Rank<float>& k = *ranks[static_cast<std::size_t>(r)];
+      INFO(label << ": rank " << r << " initialize: " << rss::status_message(k.init_status));
+      REQUIRE(rss::ok(k.init_status));
+      cudaSetDevice(r);
+      CHECK(ncclCommAbort(first[static_cast<std::size_t>(r)]) == ncclSuccess);
+      CHECK(k.op.release_after_abort() == rss::Status::success);
+      CHECK_FALSE(k.op.ready());
+      CHECK(k.op.run(k.stream) == rss::Status::invalid_strategy);  // unready: refused, nothing launched
+      CHECK(k.op.release() == rss::Status::success);               // nothing left to release
+    }
+    // A new communicator and the same operators, initialised afresh, give the reference's answer.
+    REQUIRE(ncclCommInitAll(second.data(), n, devices.data()) == ncclSuccess);
+    per_rank(n, [&](int r) {
+      Rank<float>& k = *ranks[static_cast<std::size_t>(r)];
+      cudaSetDevice(k.device);
+      cudaMemset(k.y, 0xFF, static_cast<std::size_t>(k.layout.rows * k.layout.ld_y) * sizeof(float));
+      k.init_status = k.op.initialize(second[static_cast<std::size_t>(r)], p.path, k.x, k.y, k.layout, total(c.widths), k.stream);
+      if (rss::ok(k.init_status)) (void)k.op.run(k.stream);
+    });
+    for (int r = 0; r < n; ++r) {
+      if (!rss::ok(ranks[static_cast<std::size_t>(r)]->init_status)) {
+        report.fail(label + ": initialize after the abort: " + rss::status_message(ranks[static_cast<std::size_t>(r)]->init_status));
+      }
+    }
+    per_rank(n, [&](int r) {
+      Rank<float>& k = *ranks[static_cast<std::size_t>(r)];
+      k.verify(c, global, label + " after the abort", reports[static_cast<std::size_t>(r)]);
+      const rss::Status s = k.op.release();
+      if (!rss::ok(s)) reports[static_cast<std::size_t>(r)].fail(label + ": release: " + rss::status_message(s));
+    });
+    for (int r = 0; r < n; ++r) ncclCommDestroy(second[static_cast<std::size_t>(r)]);
+    for (auto& r : reports) {
+      report.failures += r.failures;
+      report.text << r.text.str();
+    }
+    INFO(report.text.str());
+    CHECK(report.failures == 0);
+  }
+}

@@ -10,6 +10,8 @@
 //   s = op.run(stream);                 // many times; capturable in a CUDA Graph
 //   op.path();                          // nccl_host or nccl_device: what runs
 //   op.release();                       // collective too (the destructor calls it)
+//   // a peer stopped (run()'s launch failed at the bounded wait, or the host path's collective hangs):
+//   ncclCommAbort(comm); op.release_after_abort();   // local; then a new communicator, a new initialize()
 //
 // One host thread driving several GPUs (ncclCommInitAll): initialise each operator from its own thread,
 // then run them together with rss::run_sharded(ops, streams, count), which groups the collectives.
@@ -184,11 +186,23 @@ class ShardedOperator {
         if (ok(s)) s = m;
       }
     }
-    dev_comm_ready_ = false;
-    window_ = nullptr;
-    memory_ = nullptr;
-    comm_ = nullptr;
-    ready_ = false;
+    forget_nccl_resources();
+    return s;
+  }
+
+  /// Not collective: for a communicator that this rank has aborted (ncclCommAbort, as after a peer stopped).
+  /// The abort released the window and the device communicator with the communicator; this frees the
+  /// operator's NCCL memory (ncclMemFree, local) and leaves it unready, without release()'s collective calls,
+  /// which would wait for peers that are gone. Call it after the abort, once this rank's last run() has ended
+  /// on its stream (a run() waiting for a stopped peer ends at the bounded wait). The destructor then makes no
+  /// NCCL call; initialize() with a new communicator starts afresh.
+  Status release_after_abort() noexcept {
+    Status s = Status::success;
+    if (memory_ != nullptr) {
+      detail::DeviceScope scope(device_);
+      s = detail::from_nccl(ncclMemFree(memory_));
+    }
+    forget_nccl_resources();
     return s;
   }
 
@@ -308,6 +322,14 @@ class ShardedOperator {
                                rank, world, exchange_mode_};
     }
     return detail::from_cuda(cudaStreamSynchronize(stream));
+  }
+
+  void forget_nccl_resources() noexcept {
+    dev_comm_ready_ = false;
+    window_ = nullptr;
+    memory_ = nullptr;
+    comm_ = nullptr;
+    ready_ = false;
   }
 
   ncclComm_t comm_ = nullptr;
