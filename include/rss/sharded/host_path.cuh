@@ -50,10 +50,11 @@ __device__ RowStatsPartial combine_gathered_stats(const RowStatsPartial* recv, s
                                                   HostGeometry g, int world,
                                                   typename BlockRowStats<Threads>::TempStorage& storage) {
   RowStatsPartial acc = RowStatsPartial::identity();
-  const std::int64_t count = g.chunks * world;
-  for (std::int64_t i = threadIdx.x; i < count; i += Threads) {
-    const RowStatsPartial* p = recv + ((i / g.chunks) * rows + row) * g.chunks + i % g.chunks;
-    acc = CombineRowStats{}(acc, RowStatsPartial{__ldcg(&p->max), __ldcg(&p->sum_sq)});
+  // Rank by rank: no 64-bit division per partial (its calls kept registers live and spilled them).
+  for (int rank = 0; rank < world; ++rank) {
+    const RowStatsPartial* rank_row = recv + (rank * rows + row) * g.chunks;
+    for (std::int64_t c = threadIdx.x; c < g.chunks; c += Threads)
+      acc = CombineRowStats{}(acc, RowStatsPartial{__ldcg(&rank_row[c].max), __ldcg(&rank_row[c].sum_sq)});
   }
   return BlockAllReduce<RowStatsPartial, Threads>::all_reduce(acc, CombineRowStats{}, storage);
 }
@@ -62,8 +63,10 @@ template <int Threads>
 __device__ float combine_gathered_sums(const float* recv, std::int64_t row, std::int64_t rows, HostGeometry g,
                                        int world, typename BlockExpSum<Threads>::TempStorage& storage) {
   double acc = 0.0;  // a long row has many partials
-  const std::int64_t count = g.chunks * world;
-  for (std::int64_t i = threadIdx.x; i < count; i += Threads) acc += __ldcg(recv + ((i / g.chunks) * rows + row) * g.chunks + i % g.chunks);
+  for (int rank = 0; rank < world; ++rank) {
+    const float* rank_row = recv + (rank * rows + row) * g.chunks;
+    for (std::int64_t c = threadIdx.x; c < g.chunks; c += Threads) acc += __ldcg(rank_row + c);
+  }
   return BlockAllReduce<float, Threads>::all_reduce(static_cast<float>(acc), SumFloat{}, storage);
 }
 
