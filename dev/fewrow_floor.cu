@@ -6,6 +6,10 @@
 // answer is checked against the double reference with a loose bound, 1e-3 of the row's norm, to show it does the
 // work). A diagnostic, never part of the library.
 //
+// A single 16-bit row of 2^20 elements runs the tile skeleton as one 16-block cluster (128 KB a block), its tile
+// loaded by one bulk copy or in pieces (an mbarrier each, the statistics taken as each lands): can one cluster, one
+// GPC, move the row at the copy's speed?
+//
 // Beside the skeletons, in the same process: cudaMemcpyAsync of x's bytes (read x, write y), the bench's blocked
 // copy floor, and rss's automatic strategy through the public API. Per variant: CUDA-event time per call in a
 // burst of 200 (the bench's device time), and the host completion time of one synchronised call (median of 200).
@@ -156,13 +160,13 @@ __device__ void cluster_exchange(cg::cluster_group& cluster, Slots& slots, int r
 /// One row per cluster; each block's share is `share` elements (a multiple of the vector width) from
 /// rank * share, clipped to cols. Tile: the share in dynamic shared memory by one bulk copy; else registers
 /// (at most Vectors 16-byte vectors a thread). KeepExp (registers only): the exponentials kept for the store.
-template <class T, int Threads, int Vectors, bool Tile, bool KeepExp>
+template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1>
 __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64_t cols, std::int64_t share) {
   constexpr int W = Vec<T>::width;
   extern __shared__ __align__(128) unsigned char tile_bytes[];
   __shared__ Slots slots;
   __shared__ float warp_max[32], warp_sum[32];
-  __shared__ std::uint64_t barrier[1];
+  __shared__ std::uint64_t barrier[Pieces];
   cg::cluster_group cluster = cg::this_cluster();
   const std::int64_t row = blockIdx.x / cluster.num_blocks();
   const std::int64_t first = static_cast<std::int64_t>(cluster.block_rank()) * share;
@@ -175,10 +179,18 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
 
   uint4 held[Tile ? 1 : Vectors];
   const uint4* tile = reinterpret_cast<const uint4*>(tile_bytes);
+  // A tile's load: Pieces bulk copies, each with its own mbarrier; the first pass takes each piece as it lands.
+  const int piece = (vectors + Pieces - 1) / Pieces;  // vectors per piece
+  rss::detail::BulkTileLoads<Pieces> loads(barrier);
   if constexpr (Tile) {
-    rss::detail::BulkTileLoads<1> loads(barrier);
-    if (t == 0 && mine > 0) loads.issue(0, tile_bytes, xr, static_cast<std::uint32_t>(mine * sizeof(T)));
-    if (mine > 0) loads.wait(0);
+    if (t == 0) {
+      for (int p = 0; p < Pieces; ++p) {
+        const int first_vector = p * piece, count = min(piece, vectors - first_vector);
+        if (count > 0) {
+          loads.issue(p, tile_bytes + first_vector * 16, xr + first_vector * W, static_cast<std::uint32_t>(count * 16));
+        }
+      }
+    }
   } else {
 #pragma unroll
     for (int u = 0; u < Vectors; ++u) {
@@ -204,12 +216,23 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
   };
 
   float mx = -INFINITY, ss = 0.0f;
-  each([&](int, int, const uint4& vec) {
+  const auto stats = [&](int, int, const uint4& vec) {
     float f[W];
     Vec<T>::to_float(vec, f);
 #pragma unroll
     for (int e = 0; e < W; ++e) mx = fmaxf(mx, f[e]), ss = fmaf(f[e], f[e], ss);
-  });
+  };
+  if constexpr (Tile) {
+    for (int p = 0; p < Pieces; ++p) {
+      const int end = min((p + 1) * piece, vectors);
+      if (p * piece >= end) break;
+      loads.wait(p);
+#pragma unroll 4
+      for (int v = p * piece + t; v < end; v += Threads) stats(0, v, tile[v]);
+    }
+  } else {
+    each(stats);
+  }
   cluster_exchange<Threads, true>(cluster, slots, 0, mx, ss, warp_max, warp_sum,
                                   [&] { cluster.barrier_wait(std::move(started)); });
   const float k = rsqrtf(ss / static_cast<float>(cols)) * 1.4426950408889634f;  // r log2(e)
@@ -308,7 +331,7 @@ double row_error(const std::vector<T>& x, const std::vector<T>& y, std::int64_t 
   return worst;
 }
 
-template <class T, int Threads, int Vectors, bool Tile, bool KeepExp>
+template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1>
 void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, int cluster, const std::vector<T>& hx,
                       cudaStream_t stream) {
   constexpr int W = Vec<T>::width;
@@ -316,12 +339,13 @@ void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, in
   const std::int64_t share = (per_block + W - 1) / W * W;
   const std::int64_t per_thread_vectors = (share / W + Threads - 1) / Threads;
   const std::string name = std::string(Tile ? "skeleton tile " : KeepExp ? "skeleton registers, exp kept " : "skeleton registers ") +
-                           std::to_string(Threads) + " x " + std::to_string(per_thread_vectors * W) + " x " + std::to_string(cluster);
+                           std::to_string(Threads) + " x " + std::to_string(per_thread_vectors * W) + " x " + std::to_string(cluster) +
+                           (Pieces > 1 ? " in " + std::to_string(Pieces) + " pieces" : "");
   const std::size_t smem = Tile ? static_cast<std::size_t>(share * sizeof(T)) : 0;
   // A register variant runs only where it is the smallest of its kind that holds the share (2, 4 or 8 vectors).
   if (!Tile && (per_thread_vectors > Vectors || (Vectors > 2 && per_thread_vectors <= Vectors / 2 && !KeepExp))) return;
   if (Tile && smem > 227 * 1024) return;
-  auto kernel = skeleton<T, Threads, Vectors, Tile, KeepExp>;
+  auto kernel = skeleton<T, Threads, Vectors, Tile, KeepExp, Pieces>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), "smem");
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "cluster 16");
   cudaLaunchConfig_t cfg{};
@@ -385,8 +409,32 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
            (void)rss::rms_scaled_softmax<T>(rss::Strategy::automatic, x, y, rows, cols, ws, ws_bytes, s);
          }, stream));
   if (ws != nullptr) cudaFree(ws);
+  // cluster_row's shared-memory tiles of 512 x 64 in 16-block clusters (its largest).
+  for (const int elems : {64}) {
+    const rss::Config tile{rss::Strategy::cluster_row, {512, elems, 16, rss::RowResidence::shared_memory}};
+    if (!rss::ok(rss::rms_scaled_softmax<T>(tile, x, y, rows, cols, nullptr, 0, stream))) continue;
+    check(cudaMemsetAsync(y, 0xFF, n * sizeof(T), stream), "poison");
+    const Timing t = time_it([&](cudaStream_t s) { (void)rss::rms_scaled_softmax<T>(tile, x, y, rows, cols, nullptr, 0, s); }, stream);
+    std::vector<T> hy(n);
+    check(cudaMemcpy(hy.data(), y, n * sizeof(T), cudaMemcpyDeviceToHost), "y");
+    char note[64];
+    std::snprintf(note, sizeof note, "(error %.1e)", row_error(hx, hy, rows, cols));
+    report("rss cluster_row shared 512 x " + std::to_string(elems) + " x 16", t, note);
+  }
 
+  if (cols >= (1 << 20)) {  // a single long row: one 16-block cluster of tiles, loaded whole or in pieces
+    skeleton_variant<T, 512, 1, true, false>(x, y, rows, cols, 16, hx, stream);
+    skeleton_variant<T, 512, 1, true, false, 4>(x, y, rows, cols, 16, hx, stream);
+    skeleton_variant<T, 512, 1, true, false, 8>(x, y, rows, cols, 16, hx, stream);
+    skeleton_variant<T, 512, 1, true, false, 16>(x, y, rows, cols, 16, hx, stream);
+    skeleton_variant<T, 1024, 1, true, false>(x, y, rows, cols, 16, hx, stream);
+    skeleton_variant<T, 1024, 1, true, false, 8>(x, y, rows, cols, 16, hx, stream);
+    cudaFree(x);
+    cudaFree(y);
+    return;
+  }
   for (const int cluster : {8, 16}) {
+    skeleton_variant<T, 512, 1, true, false, 4>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
@@ -412,6 +460,7 @@ int main() {
               static_cast<unsigned char>(prop.uuid.bytes[3]), prop.multiProcessorCount);
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  shape<__nv_bfloat16>("bf16", 1, 1048576, stream);
   shape<__nv_bfloat16>("bf16", 64, 131072, stream);
   shape<__nv_bfloat16>("bf16", 32, 128256, stream);
   shape<__nv_bfloat16>("bf16", 8, 131072, stream);
