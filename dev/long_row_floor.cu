@@ -38,6 +38,7 @@
 
 #include "copy_floor.cuh"
 #include "rss/device.cuh"
+#include "rss/rss.cuh"
 #include "rss/strategies/long_row.cuh"
 
 namespace {
@@ -246,6 +247,29 @@ void long_row(const char* dtype, std::int64_t cols, const rss::DeviceInfo& devic
   } else {
     row(std::string("long_row ") + dtype,
         time_it([&](cudaStream_t st) { (void)LongRow::launch(plan, call, rss::detail::Launcher{st}); }, stream));
+    // What automatic picks for the row, through the public API (its own workspace).
+    {
+      std::size_t auto_bytes = 0;
+      void* auto_ws = nullptr;
+      if (rss::workspace_bytes<T>(rss::Strategy::automatic, 1, cols, &auto_bytes) == rss::Status::success && auto_bytes > 0)
+        check(cudaMalloc(&auto_ws, auto_bytes), "workspace");
+      rss::Operator<T> op;
+      if (op.initialize(rss::Strategy::automatic, x, y, rss::Layout::contiguous(1, cols), auto_ws, auto_bytes, stream) ==
+          rss::Status::success) {
+        row(std::string("rss automatic (") + rss::strategy_name(op.strategy()) + ") " + dtype,
+            time_it([&](cudaStream_t st) { (void)op.run(st); }, stream));
+      }
+      check(cudaStreamSynchronize(stream), "automatic");
+      if (auto_ws != nullptr) cudaFree(auto_ws);
+    }
+    // The same row with its magnitude growing 4x along it: the clusters' own scales differ from the row's, the
+    // moments' estimate does not hold, and every row takes the second round.
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      host[i] = static_cast<T>(static_cast<float>(host[i]) * (1.0f + 3.0f * static_cast<float>(i) / static_cast<float>(cols)));
+    }
+    check(cudaMemcpy(x, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "copy x");
+    row(std::string("long_row ") + dtype + ", drifting row",
+        time_it([&](cudaStream_t st) { (void)LongRow::launch(plan, call, rss::detail::Launcher{st}); }, stream));
   }
   check(cudaStreamSynchronize(stream), "long_row");
   cudaFree(workspace);
@@ -275,7 +299,7 @@ int main() {
   check(cudaMemset(state, 0, (1 + 2 * blocks) * sizeof(unsigned int)), "exchange");
   Exchange e{state, state + 1, 0};
 
-  for (const std::int64_t cols : {std::int64_t{1} << 20, std::int64_t{1} << 22}) {
+  for (const std::int64_t cols : {std::int64_t{1} << 20, std::int64_t{1} << 22, std::int64_t{1} << 24}) {
     for (const int element_bytes : {4, 2}) {
       const std::int64_t bytes = cols * element_bytes;
       const std::int64_t vectors = bytes / 16;

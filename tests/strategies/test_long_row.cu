@@ -1,6 +1,7 @@
 // Strategy long_row on a real device: the issue's rows (1 x 2^20, 2^22, 2^24) in fp32, bf16 and fp16 against the
 // CPU reference, with the plan the launch describes (one cooperative launch, every SM, the streamed part
-// counted); rows that are not 16-byte aligned, odd widths and several rows (the copy engine's fallback, the
+// counted); rows whose magnitude changes along them (the partials the exchanges combine differ widely); rows that
+// are not 16-byte aligned, odd widths and several rows (the copy engine's fallback, the
 // tails, the rounds of later rows); the exchange state reused across calls without re-zeroing, from any
 // starting count and across the unsigned wrap. The bounded wait (a corrupted state traps instead of hanging)
 // is tests/strategies/test_long_row_wait.cu, in a process of its own: a trap ends the CUDA context.
@@ -12,6 +13,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,13 +37,18 @@ struct LongProblem {
   std::vector<double> reference;  // rows x cols, packed
   rss_test::DeviceBuffer x_device, y_device;
 
-  LongProblem(rss::Layout l, std::int64_t x_off = 0, std::int64_t y_off = 0)
+  /// shape(column, value): the row's random values reshaped (drifts, steps, spikes); identity by default.
+  LongProblem(rss::Layout l, std::int64_t x_off = 0, std::int64_t y_off = 0,
+              const std::function<float(std::int64_t, float)>& shape = nullptr)
       : layout(l), x_offset(x_off), y_offset(y_off), seed(rss_test::fresh_seed()),
         x_device(static_cast<std::size_t>(x_off + l.rows * l.ld_x) * sizeof(T)),
         y_device(static_cast<std::size_t>(y_off + l.rows * l.ld_y) * sizeof(T)) {
     const std::vector<float> values = rss_test::random_rows(l.rows, l.ld_x, seed);
     x.resize(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) x[i] = rss_test::from_float<T>(values[i]);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto column = static_cast<std::int64_t>(i) % l.ld_x;
+      x[i] = rss_test::from_float<T>(shape ? shape(column, values[i]) : values[i]);
+    }
     std::vector<double> packed(static_cast<std::size_t>(l.rows * l.cols));
     for (std::int64_t r = 0; r < l.rows; ++r)
       for (std::int64_t c = 0; c < l.cols; ++c)
@@ -159,6 +166,47 @@ TEST_CASE("long_row matches the reference on 1 x 2^20, 2^22 and 2^24 in fp32, bf
   check_issue_shapes<float>();
   check_issue_shapes<__nv_bfloat16>();
   check_issue_shapes<__half>();
+}
+
+// Rows whose magnitude changes along them, so that the blocks' and clusters' partial statistics differ widely
+// (a drift, a step, segments of different scale, a quarter of zeros, one spike, values near FLT_MAX, a constant row):
+// the combination across blocks, clusters and the global rounds must still give the reference's answer.
+TEST_CASE("long_row: rows that change along their length, spikes, zeros, near FLT_MAX", "[gpu][long_row][shapes]") {
+  const std::size_t bytes = long_row_workspace();
+  rss_test::DeviceBuffer workspace(bytes);
+  const std::int64_t cols = std::int64_t{1} << 20;
+  const double n = static_cast<double>(cols);
+  struct Shape {
+    const char* what;
+    std::function<float(std::int64_t, float)> f;
+  };
+  const Shape shapes[] = {
+      {"a constant row", [](std::int64_t, float) { return 0.75f; }},
+      {"magnitude growing 4x along the row", [n](std::int64_t c, float v) { return v * static_cast<float>(1.0 + 3.0 * c / n); }},
+      {"a step: the second half 10x the first", [n](std::int64_t c, float v) { return c < n / 2 ? v : 10.0f * v; }},
+      {"magnitudes 0.5x-2x in 64 segments",
+       [n](std::int64_t c, float v) { return v * static_cast<float>(0.5 + 1.5 * ((c * 64 / static_cast<std::int64_t>(n)) * 37 % 64) / 63.0); }},
+      {"the first quarter zeros", [n](std::int64_t c, float v) { return c < n / 4 ? 0.0f : v; }},
+      {"one spike of 1e30", [](std::int64_t c, float v) { return c == 700001 ? 1e30f : v; }},
+      {"near FLT_MAX, growing", [n](std::int64_t c, float v) { return v * 1e36f * static_cast<float>(1.0 + c / n); }},
+  };
+  for (const Shape& shape : shapes) {
+    const auto check = [&](auto tag) {
+      using T = decltype(tag);
+      const LongProblem<T> p(rss::Layout::contiguous(1, cols), 0, 0, shape.f);
+      INFO(shape.what << ", " << rss::dtype_name(rss::dtype_of<T>) << ", seed " << p.seed);
+      const double tolerance =
+          sizeof(T) == 4 ? rss::reference::fp32_tolerance
+                         : rss::reference::storage_tolerance(p.reference.data(), cols, [](double v) {
+                             return rss_test::to_double(rss_test::from_float<T>(static_cast<float>(v)));
+                           });
+      const double error = run_once(p, workspace.get(), bytes);
+      INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
+      CHECK(error <= tolerance);
+    };
+    check(float{});
+    check(__nv_bfloat16{});
+  }
 }
 
 TEST_CASE("long_row: unaligned rows, odd widths, several rows and strided layouts", "[gpu][long_row][layouts]") {

@@ -41,7 +41,7 @@ struct LongRowRequest {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   DType dtype = DType::fp32;
-  int threads = 1024;
+  int threads = 512;  // the kernel's (rss/strategies/long_row.cuh)
   std::size_t static_shared_bytes = 0;  // the kernel's static shared memory (reductions, mbarriers)
   std::int64_t min_share_elems = 4096;  // below this a block's share is not worth its exchange
 };

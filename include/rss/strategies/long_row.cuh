@@ -1,6 +1,6 @@
 #pragma once
 // Strategy `long_row`: one row of millions of elements at a time, split evenly over every SM of the chip (one
-// 1024-thread block per SM, blocks in thread-block clusters), one cooperative launch. Each block holds the
+// 512-thread block per SM, blocks in thread-block clusters), one cooperative launch. Each block holds the
 // first part of its share in shared memory as stored (16-bit stays 16-bit); the rest of the share, when the
 // row is longer than the chip's shared memory, is streamed: read once from HBM with an L2 evict_last hint and
 // re-read from L2 in the last two phases. So HBM sees x once and y once while x fits shared memory plus L2.
@@ -44,10 +44,12 @@
 namespace rss::detail {
 namespace long_row {
 
-inline constexpr int threads = 1024;
+// 512 threads, not 1024: measured 0.9-1.6 us faster on rows of 2^20 and 2^22 elements and 3 us on 2^24 fp32, 0.7 us
+// slower on 2^24 bf16 (bench/NOTES.md, long rows step 7); a thread may hold 128 registers, not 64.
+inline constexpr int threads = 512;
 // mbarriers per tile: a chunk has a fixed cost (16 chunks made 1M rows 5 us slower: bench/NOTES.md, long rows step 4)
 inline constexpr int chunks = 4;
-inline constexpr int streamed_in_flight = 4;  // 16-byte loads per thread before the first use (64 KB per SM)
+inline constexpr int streamed_in_flight = 8;  // 16-byte loads per thread before the first use (64 KB per SM)
 
 template <class T>
 struct Params {
@@ -189,8 +191,8 @@ using RowRounds = Rounds<RowStatsPartial, float>;
 template <int Threads>
 struct Scratch {
   typename ClusterCombine<Threads, RowRounds>::Storage combine;
-  RowStatsPartial stats_total;  // the global rounds' broadcasts
-  float sum_total;
+  SlotReduction<RowStatsPartial, Threads> stats_total;  // the global rounds' reductions
+  SlotReduction<float, Threads> sum_total;
   std::uint64_t loaded[chunks];
 };
 
@@ -223,12 +225,12 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
   // Block -> cluster -> leaders; every thread gets the grid's total (the same bits in every block).
   const auto stats_round = [&](const RowStatsPartial& mine) {
     const RowStatsPartial in_cluster = combine.template all_reduce<0>(mine, CombineRowStats{});
-    return exchange.all_reduce(in_cluster, p.stat_slots, leader, cluster, RowStatsPartial::identity(), CombineRowStats{},
-                               &scratch.stats_total);
+    return exchange.all_reduce<threads>(in_cluster, p.stat_slots, leader, cluster, RowStatsPartial::identity(),
+                                        CombineRowStats{}, scratch.stats_total);
   };
   const auto sum_round = [&](float mine) {
     const float in_cluster = combine.template all_reduce<1>(mine, SumFloat{});
-    return exchange.all_reduce(in_cluster, p.sum_slots, leader, cluster, 0.0f, SumFloat{}, &scratch.sum_total);
+    return exchange.all_reduce<threads>(in_cluster, p.sum_slots, leader, cluster, 0.0f, SumFloat{}, scratch.sum_total);
   };
 
   for (std::int64_t row = 0; row < p.rows; ++row) {

@@ -1,9 +1,10 @@
 #pragma once
 // One global round trip among cluster leaders: each cluster's leader (thread 0 of the cluster's first block)
 // writes its cluster's value to a slot in global memory and adds one to an arrival counter with release
-// semantics; the first warp of every block of the grid polls the counter with acquire loads until every
-// leader of this round has arrived, reads the slots through L2 and combines them in slot order (the same bits
-// in every block). Strategy long_row makes two such rounds per row.
+// semantics; the first warp of every block of the grid polls the counter with acquire loads until every leader
+// of this round has arrived, a block barrier passes that on, and the whole block reads the slots through L2 (a
+// slot a thread, all in flight at once) and combines them in a fixed order (the same bits in every block).
+// Strategy long_row makes two such rounds per row.
 //
 // The counter is never reset. A launch's targets are `base + k * leaders` for its rounds k = 1, 2, ..., where
 // `base` is a second word of the state that the previous launch left equal to the counter: every block reads
@@ -36,6 +37,53 @@ struct LeaderExchangeState {
   unsigned int base;
 };
 
+/// Read through L2 (the slot was written by another SM; a stale L1 line of the previous round must not answer).
+template <class V>
+__device__ V load_slot_through_l2(const V* p) {
+  static_assert(sizeof(V) % 4 == 0, "slots are whole 32-bit words");
+  unsigned w[sizeof(V) / 4];
+  const auto* words = reinterpret_cast<const unsigned*>(p);
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(V) / 4); ++i) w[i] = __ldcg(words + i);
+  V r;
+  memcpy(&r, w, sizeof(V));
+  return r;
+}
+
+/// Shared memory of a block's reduction over the leaders' slots (reduce_slots), per value type.
+template <class V, int Threads>
+struct SlotReduction {
+  typename cub::WarpReduce<V>::TempStorage warp[Threads / 32];
+  V partial[Threads / 32];
+};
+
+/// The values of threads [0, count) reduced with op and returned to every thread (the threads of their last warp
+/// past count must hold the identity): each warp reduces its lanes' values in lane order (CUB), then every thread
+/// combines the warps' results in warp order, so the same values give the same bits in every block. count >= 1.
+template <int Threads, class R, class Op>
+__device__ R reduce_first_threads(const R& mine, int count, Op op, SlotReduction<R, Threads>& scratch) {
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const int warps = min((count + 31) / 32, Threads / 32);
+  if (warp < warps) {
+    const R w = cub::WarpReduce<R>(scratch.warp[warp]).Reduce(mine, op);
+    if (threadIdx.x % 32 == 0) scratch.partial[warp] = w;
+  }
+  __syncthreads();
+  R total = scratch.partial[0];
+  for (int k = 1; k < warps; ++k) total = op(total, scratch.partial[k]);
+  __syncthreads();  // every thread has read the partials before a next use writes them
+  return total;
+}
+
+/// The slots [0, count) reduced with op by the block (reduce_first_threads): thread t takes slots t, t + Threads, ...
+/// (read through L2, all in flight at once), in that order.
+template <int Threads, class V, class Op>
+__device__ V reduce_slots(const V* slots, int count, const V& identity, Op op, SlotReduction<V, Threads>& scratch) {
+  V mine = identity;
+  for (int i = static_cast<int>(threadIdx.x); i < count; i += Threads) mine = op(mine, load_slot_through_l2(slots + i));
+  return reduce_first_threads<Threads>(mine, min(count, Threads), op, scratch);
+}
+
 class LeaderExchange {
  public:
   static constexpr unsigned long long max_wait_ns = rss::max_wait_ns;  // rss/sync/bounded_wait.cuh
@@ -50,30 +98,22 @@ class LeaderExchange {
 
   /// One round. Every thread of every block calls it, the same number of times. `value` is the cluster's total,
   /// needed only in the leader thread (`leader`: thread 0 of the cluster's first block), which writes it to
-  /// slots[cluster]. Returns the combination of all leaders' values, in slot order, to every thread; uses
-  /// `broadcast` (shared memory) to pass it from the first warp to the block.
-  template <class V, class Op>
-  __device__ V all_reduce(const V& value, V* slots, bool leader, int cluster, const V& identity, Op op, V* broadcast) {
+  /// slots[cluster]. Returns the combination of all leaders' values to every thread, the same bits in every block
+  /// (reduce_slots' order).
+  template <int Threads, class V, class Op>
+  __device__ V all_reduce(const V& value, V* slots, bool leader, int cluster, const V& identity, Op op,
+                          SlotReduction<V, Threads>& scratch) {
     ++round_;
     if (leader) {
       slots[cluster] = value;
       // Release: the slot's write is visible to whoever acquires a count that includes this arrival.
       cuda::atomic_ref<unsigned int, cuda::thread_scope_device>(state_->arrivals).fetch_add(1u, cuda::memory_order_release);
     }
-    if (threadIdx.x < 32) {
-      const unsigned int target = base_ + round_ * static_cast<unsigned int>(leaders_);
-      wait_for(target);  // every lane acquires for itself: its slot reads below are ordered after the arrivals
-      V acc = identity;
-      for (int i = static_cast<int>(threadIdx.x); i < leaders_; i += 32) acc = op(acc, load_slot(slots + i));
-      // CUB's warp reduction: lane 0 gets the total, combined in the same order in every block.
-      using WarpReduce = cub::WarpReduce<V>;
-      __shared__ typename WarpReduce::TempStorage temp;
-      acc = WarpReduce(temp).Reduce(acc, op);
-      if (threadIdx.x == 0) *broadcast = acc;
-    }
+    if (threadIdx.x < 32) wait_for(base_ + round_ * static_cast<unsigned int>(leaders_));
+    // The first warp's acquire, then the block barrier: every thread's slot reads come after the arrivals. A slot a
+    // thread, all in flight at once: the first warp reading them in turn paid an L2 round trip per 32 leaders.
     __syncthreads();
-    const V total = *broadcast;
-    return total;
+    return reduce_slots<Threads>(static_cast<const V*>(slots), leaders_, identity, op, scratch);
   }
 
   /// After the launch's last round: the grid's first block leaves the next launch its base (the counter's
@@ -90,19 +130,6 @@ class LeaderExchange {
     cuda::atomic_ref<unsigned int, cuda::thread_scope_device> arrivals(state_->arrivals);
     // Bounded: a corrupted state or blocks that are not co-resident fail the launch instead of hanging.
     detail::spin_until([&] { return static_cast<int>(arrivals.load(cuda::memory_order_acquire) - target) >= 0; });
-  }
-
-  /// Read through L2 (the slot was written by another SM; a stale L1 line of the previous round must not answer).
-  template <class V>
-  __device__ static V load_slot(const V* p) {
-    static_assert(sizeof(V) % 4 == 0, "slots are whole 32-bit words");
-    unsigned w[sizeof(V) / 4];
-    const auto* words = reinterpret_cast<const unsigned*>(p);
-#pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(V) / 4); ++i) w[i] = __ldcg(words + i);
-    V r;
-    memcpy(&r, w, sizeof(V));
-    return r;
   }
 
   LeaderExchangeState* state_;
