@@ -242,7 +242,9 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
     const T* x_share = x_row + (n > 0 ? begin : 0);
     T* y_share = y_row + (n > 0 ? begin : 0);
     const int held_vectors = x_vectors ? held / W : 0;  // loaded by the copy engine; the rest element by element
-    const int chunk_vectors = (held_vectors + chunks - 1) / chunks;
+    // Chunks of whole 128-byte lines: where the share and the tile start on a line, so does every chunk, and bulk
+    // copies between line-aligned addresses run faster (bench/NOTES.md, long rows step 7).
+    const int chunk_vectors = (held_vectors + chunks * 8 - 1) / (chunks * 8) * 8;
 
     // Phase 1: the whole tile requested at once, then the streamed part through registers, then the chunks.
     if (threadIdx.x == 0) {
