@@ -44,8 +44,8 @@
 namespace rss::detail {
 namespace long_row {
 
-// 512 threads, not 1024: measured 0.9-1.6 us faster on rows of 2^20 and 2^22 elements and 3 us on 2^24 fp32, 0.7 us
-// slower on 2^24 bf16 (bench/NOTES.md, long rows step 7); a thread may hold 128 registers, not 64.
+// 512 threads, not 1024: measured 1.0-1.9 us faster on rows of 2^20 and 2^22 elements, 2^24 bf16 level, 2^24 fp32
+// 8 us slower (bench/NOTES.md, long rows step 7: a code-generation effect, open); a thread may hold 128 registers.
 inline constexpr int threads = 512;
 // mbarriers per tile: a chunk has a fixed cost (16 chunks made 1M rows 5 us slower: bench/NOTES.md, long rows step 4)
 inline constexpr int chunks = 4;
