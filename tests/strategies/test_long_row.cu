@@ -73,6 +73,17 @@ struct LongProblem {
   }
 };
 
+/// The stated bound for a one-row problem (rss/reference/tolerance.hpp): fp32's, or for 16-bit storage what rounding
+/// the exact answer to T costs plus twice fp32's. A row of 2^22 or more fp16 values has most outputs below fp16's normal range, where that
+/// cost alone exceeds the 1e-2 of ordinary rows.
+template <class T>
+double stated_tolerance(const LongProblem<T>& p) {
+  if (sizeof(T) == 4) return rss::reference::fp32_tolerance;
+  return rss::reference::storage_tolerance(p.reference.data(), p.layout.cols, [](double v) {
+    return rss_test::to_double(rss_test::from_float<T>(static_cast<float>(v)));
+  });
+}
+
 std::size_t long_row_workspace() {
   std::size_t bytes = 0;
   REQUIRE(rss::workspace_bytes<float>(Strategy::long_row, 1, 1, &bytes) == Status::success);
@@ -123,14 +134,7 @@ void check_issue_shapes() {
     if (cols == std::int64_t{1} << 24 && sizeof(T) == 4) CHECK(plan.streamed_elems_per_row > 0);
     if (cols <= std::int64_t{1} << 22) CHECK(plan.streamed_elems_per_row == 0);
 
-    // The stated bound (rss/reference/tolerance.hpp): fp32's, or for 16-bit storage what rounding the exact answer
-    // to T costs plus twice fp32's. A row of 2^22 or more fp16 values has most outputs below fp16's normal range,
-    // where that cost alone exceeds the 1e-2 of ordinary rows.
-    const double tolerance =
-        sizeof(T) == 4 ? rss::reference::fp32_tolerance
-                       : rss::reference::storage_tolerance(p.reference.data(), cols, [](double v) {
-                           return rss_test::to_double(rss_test::from_float<T>(static_cast<float>(v)));
-                         });
+    const double tolerance = stated_tolerance(p);
     const double error = run_once(p, workspace.get(), bytes);
     INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
     CHECK(error <= tolerance);
@@ -195,11 +199,7 @@ TEST_CASE("long_row: rows that change along their length, spikes, zeros, near FL
       using T = decltype(tag);
       const LongProblem<T> p(rss::Layout::contiguous(1, cols), 0, 0, shape.f);
       INFO(shape.what << ", " << rss::dtype_name(rss::dtype_of<T>) << ", seed " << p.seed);
-      const double tolerance =
-          sizeof(T) == 4 ? rss::reference::fp32_tolerance
-                         : rss::reference::storage_tolerance(p.reference.data(), cols, [](double v) {
-                             return rss_test::to_double(rss_test::from_float<T>(static_cast<float>(v)));
-                           });
+      const double tolerance = stated_tolerance(p);
       const double error = run_once(p, workspace.get(), bytes);
       INFO("max row relative error " << error << " (tolerance " << tolerance << ")");
       CHECK(error <= tolerance);
