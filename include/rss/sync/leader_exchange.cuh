@@ -111,7 +111,8 @@ class LeaderExchange {
     }
     if (threadIdx.x < 32) wait_for(base_ + round_ * static_cast<unsigned int>(leaders_));
     // The first warp's acquire, then the block barrier: every thread's slot reads come after the arrivals. A slot a
-    // thread, all in flight at once: the first warp reading them in turn paid an L2 round trip per 32 leaders.
+    // thread, all in flight at once, however many leaders (the first warp alone read 32 at a time; on the plans
+    // measured the two ran alike: bench/NOTES.md, long rows step 7).
     __syncthreads();
     return reduce_slots<Threads>(static_cast<const V*>(slots), leaders_, identity, op, scratch);
   }
