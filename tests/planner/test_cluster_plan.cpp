@@ -280,10 +280,10 @@ TEST_CASE("the automatic heuristic keeps rows in clusters, longer ones in the me
   CHECK(rss::auto_select(hopper_like, nullptr, 4096, 4096, DType::fp32).config.strategy == Strategy::cluster_row);
   for (const DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
     CAPTURE(rss::dtype_name(dtype));
-    // 132 SMs x 228 KB hold the fp32 tiles of 7.7 M elements: 2^20 and 2^22 fit, 2^24 does not; from 2^22 on,
-    // a single row goes to long_row all the same.
-    CHECK(rss::auto_select(hopper_like, nullptr, 1, 1 << 20, dtype).config.strategy == Strategy::megakernel_grid);
-    CHECK(rss::auto_select(hopper_like, nullptr, 1, (1 << 22) - 1, dtype).config.strategy == Strategy::megakernel_grid);
+    // 132 SMs x 228 KB hold the fp32 tiles of 7.7 M elements: 2^20 and 2^22 fit, 2^24 does not; from 2^20 on,
+    // a single row goes to long_row all the same (below it, past what a cluster holds, to megakernel_grid).
+    CHECK(rss::auto_select(hopper_like, nullptr, 1, (1 << 20) - 1, dtype).config.strategy == Strategy::megakernel_grid);
+    CHECK(rss::auto_select(hopper_like, nullptr, 1, 1 << 20, dtype).config.strategy == Strategy::long_row);
     CHECK(rss::auto_select(hopper_like, nullptr, 1, 1 << 22, dtype).config.strategy == Strategy::long_row);
     CHECK(rss::auto_select(hopper_like, nullptr, 1, 7704577, dtype).config.strategy == Strategy::long_row);
     CHECK(rss::auto_select(hopper_like, nullptr, 1, 1 << 24, dtype).config.strategy == Strategy::long_row);

@@ -47,7 +47,7 @@ struct AutoChoice {
 inline constexpr Strategy fallback_strategy = Strategy::local_fusion;
 
 /// Single rows at least this long go to long_row (below it, to the megakernels while their tiles fit).
-inline constexpr std::int64_t long_row_min_cols = std::int64_t{1} << 22;
+inline constexpr std::int64_t long_row_min_cols = std::int64_t{1} << 20;
 
 /// Heuristic: a row a cluster can hold stays in registers (cluster_row, one launch, no global
 /// barrier; on the H200 it beat the megakernels on every such shape measured, one row included). Longer rows
@@ -61,9 +61,10 @@ inline AutoChoice heuristic_choice(const DeviceInfo& d, std::int64_t rows, std::
   const std::int64_t retained_bytes = rows * cols * static_cast<std::int64_t>(sizeof(float));
   const auto shared = static_cast<std::int64_t>(d.shared_per_sm);
   const bool overflows = shared > 0 && retained_bytes > shared * d.sm_count;
-  // A single row of 2^22 elements or more goes to long_row even while its fp32 tiles fit: with its four-chunk load
-  // it beat megakernel_grid there (H200, 1 x 2^22: 25.9 against 26.2 us fp32, 23.9 against 27.4 bf16, 23.9
-  // against 28.9 fp16), while on 1 x 2^20 the two tie within 1 us (bench/NOTES.md, "Long rows, step 5").
+  // A single row of 2^20 elements or more goes to long_row even while its fp32 tiles fit: with its four-chunk load
+  // it beat megakernel_grid on 2^22 (H200, 1 x 2^22: 25.9 against 26.2 us fp32, 23.9 against 27.4 bf16, 23.9
+  // against 28.9 fp16; bench/NOTES.md, "Long rows, step 5"), and with 512-thread blocks on 2^20 as well (H100,
+  // 10.5 against 11.5 us fp32, 10.0 against 11.0 bf16, device time; "Long rows, step 7").
   // long_row needs sm_90 (bulk copies, clusters): a device with clusters has both.
   const bool long_single_row = rows == 1 && (overflows || cols >= long_row_min_cols);
   if (long_single_row && d.max_cluster_size > 0 && d.compute_capability() >= 90) {
