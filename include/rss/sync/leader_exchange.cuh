@@ -20,12 +20,12 @@
 // Correctness condition: every block of the grid must be co-resident (cooperative launch, admitted by the
 // planner). A wait longer than max_wait_ns (a corrupted state, blocks that are not co-resident) traps: the
 // launch fails with an error instead of hanging, as RowBarrier's does.
-#include <cub/warp/warp_reduce.cuh>
 #include <cuda/atomic>
 
 #include <cstdint>
 #include <cstring>
 
+#include "rss/phases/block_reduce.cuh"
 #include "rss/sync/bounded_wait.cuh"
 
 namespace rss {
@@ -52,36 +52,16 @@ __device__ V load_slot_through_l2(const V* p) {
 
 /// Shared memory of a block's reduction over the leaders' slots (reduce_slots), per value type.
 template <class V, int Threads>
-struct SlotReduction {
-  typename cub::WarpReduce<V>::TempStorage warp[Threads / 32];
-  V partial[Threads / 32];
-};
+using SlotReduction = typename detail::BlockAllReduce<V, Threads>::TempStorage;
 
-/// The values of threads [0, count) reduced with op and returned to every thread (the threads of their last warp
-/// past count must hold the identity): each warp reduces its lanes' values in lane order (CUB), then every thread
-/// combines the warps' results in warp order, so the same values give the same bits in every block. count >= 1.
-template <int Threads, class R, class Op>
-__device__ R reduce_first_threads(const R& mine, int count, Op op, SlotReduction<R, Threads>& scratch) {
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int warps = min((count + 31) / 32, Threads / 32);
-  if (warp < warps) {
-    const R w = cub::WarpReduce<R>(scratch.warp[warp]).Reduce(mine, op);
-    if (threadIdx.x % 32 == 0) scratch.partial[warp] = w;
-  }
-  __syncthreads();
-  R total = scratch.partial[0];
-  for (int k = 1; k < warps; ++k) total = op(total, scratch.partial[k]);
-  __syncthreads();  // every thread has read the partials before a next use writes them
-  return total;
-}
-
-/// The slots [0, count) reduced with op by the block (reduce_first_threads): thread t takes slots t, t + Threads, ...
-/// (read through L2, all in flight at once), in that order.
+/// The slots [0, count) reduced with op by the block and returned to every thread: thread t takes slots t,
+/// t + Threads, ... (read through L2, all in flight at once), then the block's reduction (CUB's, the same bits in
+/// every block for the same slots).
 template <int Threads, class V, class Op>
 __device__ V reduce_slots(const V* slots, int count, const V& identity, Op op, SlotReduction<V, Threads>& scratch) {
   V mine = identity;
   for (int i = static_cast<int>(threadIdx.x); i < count; i += Threads) mine = op(mine, load_slot_through_l2(slots + i));
-  return reduce_first_threads<Threads>(mine, min(count, Threads), op, scratch);
+  return detail::BlockAllReduce<V, Threads>::all_reduce(mine, op, scratch);
 }
 
 class LeaderExchange {
