@@ -70,8 +70,8 @@ void plain_long_row_call(const T* x, T* y, std::int64_t cols, void* workspace, s
   rss::WorkspaceCarver carver(workspace);
   const lr::Workspace w = lr::Workspace::carve(carver, plan.max_leaders);
   const lr::Params<T> p{x,          y,          nullptr,      g.rows,       g.cols,     call.layout.ld_x,
-                        call.layout.ld_y, g.share_elems, g.tile_elems, g.clusters, g.cluster_size, w.state,
-                        w.stat_slots, w.sum_slots};
+                        call.layout.ld_y, g.share_elems, g.tile_elems, static_cast<int>(g.register_elems),
+                        g.clusters,       g.cluster_size, w.state,       w.stat_slots, w.sum_slots};
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(g.grid_blocks));
   config.blockDim = dim3(static_cast<unsigned>(lr::threads));

@@ -75,11 +75,16 @@ void check_contract(const rss::DeviceInfo& d, const LongRowRequest& r, const Lon
   // The largest tile: 8 more elements would break one of the two limits.
   const std::size_t more = p.dynamic_shared_bytes + static_cast<std::size_t>(8 * bytes) + r.static_shared_bytes;
   CHECK((more > d.shared_per_block_optin || more + d.reserved_shared_per_block > d.shared_per_sm));
+  // Registers: the request's bytes in whole multiples of 8 elements, no more.
+  CHECK(p.register_elems % 8 == 0);
+  CHECK(p.register_elems * bytes <= static_cast<std::int64_t>(r.register_bytes));
+  CHECK((p.register_elems + 8) * bytes > static_cast<std::int64_t>(r.register_bytes));
   std::int64_t streamed = 0;
   for (int b = 0; b < p.grid_blocks; ++b) {
     const std::int64_t begin = b * p.share_elems;
     const std::int64_t n = begin >= r.cols ? 0 : std::min(p.share_elems, r.cols - begin);
-    streamed += n > p.tile_elems ? n - p.tile_elems : 0;
+    const std::int64_t on_chip = p.tile_elems + p.register_elems;
+    streamed += n > on_chip ? n - on_chip : 0;
   }
   CHECK(p.streamed_elems_per_row == streamed);
   CHECK(p.streamed_elements == streamed * r.rows);
@@ -163,6 +168,26 @@ TEST_CASE("long_row gives a short row fewer blocks, at least one cluster, and od
   CHECK(plan_for(d, request(1, 10000)).grid_blocks == 8);
 }
 
+TEST_CASE("long_row holds a block's registers' share past its tile: 1x16M fp32 streams 41% instead of 54%",
+          "[planner][long_row]") {
+  const rss::DeviceInfo d = rss::h200_device_info();
+  LongRowRequest r = request(1, std::int64_t{1} << 24, DType::fp32);
+  r.register_bytes = 512 * 8 * 16;  // the fp32 kernel's: 8 vectors of 16 bytes per thread
+  const LongRowPlan p = plan_for(d, r);
+  check_contract(d, r, p, kHopperGpcs);
+  CHECK(p.register_elems == 16384);
+  CHECK(p.tile_elems == 57840);  // registers take nothing from the tile
+  CHECK(p.streamed_elems_per_row == 16777216 - 132 * (57840 + 16384));
+  CHECK(p.streamed_elems_per_row * 100 / (std::int64_t{1} << 24) == 41);
+  // Rows that fit the tiles stream nothing, with or without registers; bytes round down to whole 8 elements.
+  r.cols = std::int64_t{1} << 22;
+  CHECK(plan_for(d, r).streamed_elems_per_row == 0);
+  r.register_bytes = 100;  // 25 fp32 elements
+  CHECK(plan_for(d, r).register_elems == 24);
+  r.dtype = DType::bf16;  // 50 elements
+  CHECK(plan_for(d, r).register_elems == 48);
+}
+
 TEST_CASE("long_row plans a row of 2^31 + 11 elements with 64-bit counts", "[planner][long_row]") {
   const rss::DeviceInfo d = rss::h200_device_info();
   const std::int64_t cols = (std::int64_t{1} << 31) + 11;
@@ -190,6 +215,9 @@ TEST_CASE("long_row refuses with a precise status and leaves the plan untouched"
   LongRowRequest no_threads = request(1, 100);
   no_threads.threads = 0;
   CHECK(rss::plan_long_row(h200, no_threads, model, &p) == Status::invalid_strategy);
+  LongRowRequest huge_registers = request(1, 100);
+  huge_registers.register_bytes = static_cast<std::size_t>(INT_MAX) + 1;  // more elements than the kernel counts
+  CHECK(rss::plan_long_row(h200, huge_registers, model, &p) == Status::invalid_strategy);
   CHECK(same());
 
   rss::DeviceInfo no_cooperative = h200;

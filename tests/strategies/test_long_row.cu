@@ -132,6 +132,8 @@ void check_issue_shapes() {
     CHECK(plan.grid_blocks <= sms);
     CHECK(plan.grid_blocks * 10 >= sms * 8);  // the row is spread over (nearly) every SM
     if (cols == std::int64_t{1} << 24 && sizeof(T) == 4) CHECK(plan.streamed_elems_per_row > 0);
+    // A register part (fp32 only) exactly where a block's share passes its tile: the kernel without one elsewhere.
+    CHECK((plan.register_elems > 0) == (sizeof(T) == 4 && plan.share_elems > plan.tile_elems));
     if (cols <= std::int64_t{1} << 22) CHECK(plan.streamed_elems_per_row == 0);
 
     const double tolerance = stated_tolerance(p);
@@ -206,6 +208,47 @@ TEST_CASE("long_row: rows that change along their length, spikes, zeros, near FL
     };
     check(float{});
     check(__nv_bfloat16{});
+  }
+}
+
+// fp32 blocks hold the elements after their tile in registers, and take those elements' sum of squares in fp32
+// with one overflow test for the whole part (RowStatsPartial::add_part): values whose squares pass FLT_MAX there,
+// alone (a spike) or everywhere, must still give the reference's answer, as must parts cut short.
+TEST_CASE("long_row: fp32 register parts with spikes, values near FLT_MAX, and parts cut short",
+          "[gpu][long_row][registers]") {
+  const std::size_t bytes = long_row_workspace();
+  rss_test::DeviceBuffer workspace(bytes);
+  for (const std::int64_t cols : {std::int64_t{12000000}, std::int64_t{8000003}}) {
+    rss::LongRowPlan plan;
+    REQUIRE(rss::long_row_geometry<float>(1, cols, &plan) == Status::success);
+    INFO("1 x " << cols << ": share " << plan.share_elems << ", tile " << plan.tile_elems << ", registers "
+                << plan.register_elems << ", streamed " << plan.streamed_elems_per_row);
+    REQUIRE(plan.register_elems > 0);
+    // 12000000: every part whole, and a streamed remainder; 8000003: parts cut short, nothing streamed.
+    CHECK(plan.share_elems - plan.tile_elems > (cols == 12000000 ? plan.register_elems : 0));
+    CHECK((cols == 12000000) == (plan.streamed_elems_per_row > 0));
+    const std::int64_t part = std::min(plan.register_elems, plan.share_elems - plan.tile_elems);
+    const std::int64_t in_block0 = plan.tile_elems + part / 3;  // in block 0's register part
+    const std::int64_t in_block7 = 7 * plan.share_elems + plan.tile_elems + part - 1;  // the last of block 7's part
+    const double n = static_cast<double>(cols);
+    struct Shape {
+      const char* what;
+      std::function<float(std::int64_t, float)> f;
+    };
+    const Shape shapes[] = {
+        {"one spike of 3e30 in block 0's register part", [=](std::int64_t c, float v) { return c == in_block0 ? 3e30f : v; }},
+        {"spikes of -2e25 at the end of block 7's part and in block 0's",
+         [=](std::int64_t c, float v) { return c == in_block7 || c == in_block0 ? -2e25f : v; }},
+        {"near FLT_MAX, growing", [n](std::int64_t c, float v) { return v * 1e36f * static_cast<float>(1.0 + c / n); }},
+        {"magnitude growing 4x along the row", [n](std::int64_t c, float v) { return v * static_cast<float>(1.0 + 3.0 * c / n); }},
+    };
+    for (const Shape& shape : shapes) {
+      const LongProblem<float> p(rss::Layout::contiguous(1, cols), 0, 0, shape.f);
+      INFO(shape.what << ", seed " << p.seed);
+      const double error = run_once(p, workspace.get(), bytes);
+      INFO("max row relative error " << error << " (tolerance " << rss::reference::fp32_tolerance << ")");
+      CHECK(error <= rss::reference::fp32_tolerance);
+    }
   }
 }
 

@@ -14,8 +14,9 @@
 //  - Block b owns elements [b * share_elems, b * share_elems + share_elems) of every row (clipped to cols;
 //    trailing blocks may own nothing). share_elems is a multiple of 8, so every share of an aligned row
 //    starts 16-byte aligned. The first min(share, tile_elems) elements of a block's share are held in its
-//    shared memory as stored (16-bit stays 16-bit); the rest is streamed: read from x in phase 1 with an L2
-//    evict_last hint, and re-read (from L2) in phases 2 and 3.
+//    shared memory as stored (16-bit stays 16-bit), the next up to register_elems in its threads' registers;
+//    the rest is streamed: read from x in phase 1 with an L2 evict_last hint, and re-read (from L2) in
+//    phases 2 and 3.
 //  - Rows are processed one after another by the whole grid; each row costs two exchange rounds.
 //
 // Geometry rule:
@@ -26,6 +27,7 @@
 //     min_share_elems (a short row gets fewer blocks; it still gets one cluster).
 //  3. The most blocks wins (the most SMs, so the most shared memory and bandwidth); between equal counts, the
 //     larger cluster (fewer leaders in the global round trip).
+//  4. register_elems is the kernel's register_bytes in elements, a multiple of 8; registers hold no more.
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +45,7 @@ struct LongRowRequest {
   DType dtype = DType::fp32;
   int threads = 512;  // the kernel's (rss/strategies/long_row.cuh)
   std::size_t static_shared_bytes = 0;  // the kernel's static shared memory (reductions, mbarriers)
+  std::size_t register_bytes = 0;  // bytes of x a block holds in its threads' registers past its tile
   std::int64_t min_share_elems = 4096;  // below this a block's share is not worth its exchange
 };
 
@@ -56,8 +59,9 @@ struct LongRowPlan {
   int grid_blocks = 0;                    // clusters * cluster_size, at most sm_count
   std::int64_t share_elems = 0;           // elements per block, a multiple of 8
   std::int64_t tile_elems = 0;            // elements a block holds in shared memory, a multiple of 8
+  std::int64_t register_elems = 0;        // elements a block holds in registers past its tile, a multiple of 8
   std::size_t dynamic_shared_bytes = 0;   // tile_elems * element bytes
-  std::int64_t streamed_elems_per_row = 0;  // elements past the tiles: re-read from L2 in phases 2 and 3
+  std::int64_t streamed_elems_per_row = 0;  // elements past tiles and registers: re-read from L2 in phases 2, 3
   std::int64_t streamed_elements = 0;     // over all rows
   int launch_count = 0;                   // 0 when rows == 0 or cols == 0, else 1
 };
@@ -80,14 +84,14 @@ inline std::int64_t long_row_max_tile(const DeviceInfo& d, std::size_t static_by
   return elems / kLongRowElemMultiple * kLongRowElemMultiple;
 }
 
-/// Elements of a row of `cols` past the tiles, over all blocks: sum over b of max(0, n_b - tile).
-inline std::int64_t long_row_streamed(std::int64_t cols, std::int64_t share, std::int64_t tile, int blocks) noexcept {
+/// Elements of a row of `cols` past what blocks hold on chip, over all blocks: sum over b of max(0, n_b - held).
+inline std::int64_t long_row_streamed(std::int64_t cols, std::int64_t share, std::int64_t held, int blocks) noexcept {
   std::int64_t streamed = 0;
   for (int b = 0; b < blocks; ++b) {
     const std::int64_t begin = static_cast<std::int64_t>(b) * share;
     if (begin >= cols) break;
     const std::int64_t n = cols - begin < share ? cols - begin : share;
-    if (n > tile) streamed += n - tile;
+    if (n > held) streamed += n - held;
   }
   return streamed;
 }
@@ -101,9 +105,9 @@ inline std::int64_t long_row_streamed(std::int64_t cols, std::int64_t share, std
 /// run time, blocks per SM times sm_count for cluster size 1; a model in host tests). It should not throw.
 ///
 /// Returns success and writes *out, or one of: null_pointer, negative_size, size_overflow (rows * cols *
-/// element bytes does not fit in 64 bits), invalid_strategy (threads or min_share_elems not positive),
-/// cooperative_unsupported, unsupported_device (no SMs, or no clusters and bulk copies: before sm_90),
-/// not_admissible (no tile fits, or no cluster size is resident). *out is untouched on failure. rows == 0 or
+/// element bytes does not fit in 64 bits), invalid_strategy (threads or min_share_elems not positive,
+/// register_bytes past INT_MAX), cooperative_unsupported, unsupported_device (no SMs, or no clusters and bulk
+/// copies: before sm_90), not_admissible (no tile fits, or no cluster size is resident). *out is untouched on failure. rows == 0 or
 /// cols == 0 is success with launch_count 0, whatever the device.
 template <class ResidentClusters>
 Status plan_long_row(const DeviceInfo& d, const LongRowRequest& req, ResidentClusters&& resident_clusters,
@@ -111,7 +115,9 @@ Status plan_long_row(const DeviceInfo& d, const LongRowRequest& req, ResidentClu
   if (out == nullptr) return Status::null_pointer;
   if (req.rows < 0 || req.cols < 0) return Status::negative_size;
   if (req.rows > 0 && req.cols > INT64_MAX / dtype_bytes(req.dtype) / req.rows) return Status::size_overflow;
-  if (req.threads <= 0 || req.min_share_elems <= 0) return Status::invalid_strategy;
+  if (req.threads <= 0 || req.min_share_elems <= 0 || req.register_bytes > static_cast<std::size_t>(INT_MAX)) {
+    return Status::invalid_strategy;
+  }
   LongRowPlan p;
   p.rows = req.rows;
   p.cols = req.cols;
@@ -152,7 +158,10 @@ Status plan_long_row(const DeviceInfo& d, const LongRowRequest& req, ResidentClu
                   detail::kLongRowElemMultiple;
   p.tile_elems = tile;
   p.dynamic_shared_bytes = dynamic;
-  p.streamed_elems_per_row = detail::long_row_streamed(req.cols, p.share_elems, tile, p.grid_blocks);
+  p.register_elems = static_cast<std::int64_t>(req.register_bytes / dtype_bytes(req.dtype)) /
+                     detail::kLongRowElemMultiple * detail::kLongRowElemMultiple;
+  p.streamed_elems_per_row =
+      detail::long_row_streamed(req.cols, p.share_elems, tile + p.register_elems, p.grid_blocks);
   p.streamed_elements = p.streamed_elems_per_row * req.rows;  // <= rows * cols: no overflow
   p.launch_count = 1;
   *out = p;

@@ -1,17 +1,18 @@
 #pragma once
 // Strategy `long_row`: one row of millions of elements at a time, split evenly over every SM of the chip (one
 // 512-thread block per SM, blocks in thread-block clusters), one cooperative launch. Each block holds the
-// first part of its share in shared memory as stored (16-bit stays 16-bit); the rest of the share, when the
-// row is longer than the chip's shared memory, is streamed: read once from HBM with an L2 evict_last hint and
-// re-read from L2 in the last two phases. So HBM sees x once and y once while x fits shared memory plus L2.
+// first part of its share in shared memory as stored (16-bit stays 16-bit), fp32 blocks the next 64 KB in their
+// threads' registers; the rest of the share, when the row is longer than the chip's shared memory and
+// registers, is streamed: read once from HBM with an L2 evict_last hint and re-read from L2 in the last two
+// phases. So HBM sees x once and y once while x fits on chip plus L2.
 //
 //   phase 1  thread 0 issues the whole tile at once as bulk copies (cp.async.bulk, evict_first: read once),
-//            one mbarrier per chunk; meanwhile every thread streams the share's remainder through registers
-//            (16-byte loads, several in flight, evict_last) and takes its statistics; then the statistics of
-//            each chunk as it lands
+//            one mbarrier per chunk; meanwhile every thread loads its register part, streams the share's
+//            remainder (16-byte loads, several in flight, evict_last) and takes their statistics; then the
+//            statistics of each chunk as it lands
 //   round 1  block reduce -> cluster (distributed shared memory) -> one global round trip among the cluster
 //            leaders (rss/sync/leader_exchange.cuh): max and sum of squares
-//   phase 2  one exponential per element and their sum, from the tile, and from L2 for the remainder
+//   phase 2  one exponential per element and their sum, from the tile and registers, from L2 for the remainder
 //   round 2  the same for the sum
 //   phase 3  y = exp / sum: the exponentials computed again, hidden behind the write stream (evict_first)
 //
@@ -49,6 +50,12 @@ namespace long_row {
 inline constexpr int threads = 512;
 // mbarriers per tile: a chunk has a fixed cost (16 chunks made 1M rows 5 us slower: bench/NOTES.md, long rows step 4)
 inline constexpr int chunks = 4;
+// 16-byte vectors of x per thread held in registers past the tile, from phase 1 to phase 3 (64 KB per block of
+// fp32): x read once from HBM where it would otherwise be streamed. fp32 only: the 16-bit kernels are at 128
+// registers without it, and their tiles hold most of a row. 8, not 16: 16 spills 18 bytes (bench/NOTES.md,
+// long rows step 9).
+template <class T>
+inline constexpr int register_vectors = sizeof(T) == 4 ? 8 : 0;
 inline constexpr int streamed_in_flight = 8;  // 16-byte loads per thread before the first use (64 KB per SM)
 
 template <class T>
@@ -62,6 +69,7 @@ struct Params {
   std::int64_t ld_y;
   std::int64_t share;  // elements per block (multiple of 8)
   std::int64_t tile;   // elements a block holds in shared memory (multiple of 8)
+  int in_registers;    // elements a block holds in registers past its tile (multiple of 8)
   int clusters;
   int cluster_size;
   LeaderExchangeState* exchange;
@@ -182,6 +190,69 @@ __device__ __forceinline__ void walk_tile_vectors(const T* tile, int first, int 
   }
 }
 
+/// The part of a block's share held in registers: elements [0, n) of it, n <= threads * R * W, vector j of
+/// thread t being the part's vector j * threads + t (so each j is one coalesced sweep). Read in phase 1, used
+/// in phase 2, written as y in phase 3: x read once, nothing re-read. Whole vectors of an aligned row are
+/// 16-byte accesses; a partial last vector, or an unaligned row, goes element by element. Int indices: a
+/// part is at most R * 8 K elements. Every member returns at once on an empty part (short rows, 16-bit).
+template <class T, int R>
+struct RegisterPart {
+  static constexpr int W = vector_width<T>;
+  Vector<T> held[R > 0 ? R : 1];
+
+  __device__ __forceinline__ static int first(int j) { return (j * threads + static_cast<int>(threadIdx.x)) * W; }
+  /// Elements of the part from this thread's vector j on (W or more: the vector is whole; 0 or less: past the end).
+  __device__ __forceinline__ static int left(int j, int n) { return n - first(j); }
+  /// Elements of this thread's vector j: W, fewer at the part's end, 0 past it.
+  __device__ __forceinline__ static int count(int j, int n) { return max(0, min(W, left(j, n))); }
+
+  __device__ __forceinline__ void load(const T* x, int n, bool vectors, std::uint64_t policy) {
+    if (n <= 0) return;
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      // A comparison of its own, not count(j, n) == W: ptxas 13.0 fused that test into the min/max and took the
+      // 16-byte path for vectors cut short (read past the row's end under memcheck; bench/NOTES.md, step 9).
+      if (vectors && left(j, n) >= W) {
+        held[j] = load_hinted(x + first(j), policy);
+      } else {
+#pragma unroll
+        for (int e = 0; e < W; ++e)
+          held[j].v[e] = e < left(j, n) ? x[first(j) + e] : StorageTraits<T>::from_float(0.0f);
+      }
+    }
+  }
+  /// f(values as float, count) per vector, count 0 past the part's end.
+  template <class F>
+  __device__ __forceinline__ void for_each(int n, F&& f) const {
+    if (n <= 0) return;
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      float a[W];
+#pragma unroll
+      for (int e = 0; e < W; ++e) a[e] = StorageTraits<T>::to_float(held[j].v[e]);
+      f(a, count(j, n));
+    }
+  }
+  /// y[i] = out(x[i]) over the part.
+  template <class Out>
+  __device__ __forceinline__ void store(T* y, int n, bool vectors, std::uint64_t policy, Out&& out) const {
+    if (n <= 0) return;
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      Vector<T> o;
+#pragma unroll
+      for (int e = 0; e < W; ++e) o.v[e] = out(StorageTraits<T>::to_float(held[j].v[e]));
+      if (vectors && left(j, n) >= W) {
+        store_hinted(y + first(j), o, policy);
+      } else {
+#pragma unroll
+        for (int e = 0; e < W; ++e)
+          if (e < left(j, n)) y[first(j) + e] = o.v[e];
+      }
+    }
+  }
+};
+
 // ---------------------------------------------------------------------------------------------------
 // The kernel.
 
@@ -196,9 +267,10 @@ struct Scratch {
   std::uint64_t loaded[chunks];
 };
 
-/// Every row of the launch, one after another, by the whole grid. Statistics: NoStatistics or WriteStatistics
-/// (rss/agent/forward_row.cuh): the write is its own instantiation, as in cluster_row.
-template <class T, class Statistics>
+/// Every row of the launch, one after another, by the whole grid. Registers: 16-byte vectors a thread holds past
+/// the tile (0 or register_vectors<T>). Statistics: NoStatistics or WriteStatistics (rss/agent/forward_row.cuh):
+/// the write is its own instantiation, as in cluster_row.
+template <class T, int Registers, class Statistics>
 __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
 #if RSS_CLUSTER_DEVICE_CODE  // bulk copies and clusters: sm_90 and later; the host admits nothing else
   using Traits = StorageTraits<T>;
@@ -214,7 +286,10 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
   const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * p.share;
   const std::int64_t n = begin < p.cols ? min(p.share, p.cols - begin) : 0;
   const int held = static_cast<int>(min(n, p.tile));  // a tile fits shared memory: an int
-  const std::int64_t streamed = n - held;
+  const int in_registers = static_cast<int>(min(n - held, static_cast<std::int64_t>(p.in_registers)));
+  const std::int64_t streamed_begin = held + in_registers;  // the share's streamed part: the rest
+  const std::int64_t streamed = n - streamed_begin;
+  RegisterPart<T, Registers> part;
 
   ClusterCombine<threads, RowRounds> combine(cluster_size, scratch.combine);  // before any peer may push to this block
   LeaderExchange exchange(p.exchange, p.clusters);  // reads the launch's base before the first cluster exchange
@@ -260,9 +335,11 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
     __syncthreads();  // no thread polls a chunk's mbarrier while thread 0 issues: measured 1-5 us off phase 1
     for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) tile[i] = x_share[i];
 
+    part.load(x_share + held, in_registers, x_vectors, once);  // issued first: its statistics wait the longest
     RowStatsPartial mine = RowStatsPartial::identity();
-    walk_streamed(x_share + held, streamed, x_vectors, keep,
+    walk_streamed(x_share + streamed_begin, streamed, x_vectors, keep,
                   [&](const auto& v, int count, auto&& reload) { mine.add_run(v, count, reload); });
+    if (in_registers > 0) mine.add_part([&](auto&& f) { part.for_each(in_registers, f); });
     for (int i = 0; i < chunks && i * chunk_vectors < held_vectors; ++i) {
       loads.wait(i);
       walk_tile_vectors(tile, i * chunk_vectors, min((i + 1) * chunk_vectors, held_vectors),
@@ -291,6 +368,11 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
       for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) {
         s += scale.exp_of(Traits::to_float(tile[i]));
       }
+      part.for_each(in_registers, [&](const auto& v, int count) {
+#pragma unroll
+        for (int e = 0; e < W; ++e)
+          if (e < count) s += scale.exp_of(v[e]);
+      });
       wide += s;
     }
     {
@@ -298,7 +380,7 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
       // conversion per run would put one F2F.F64 per vector on the exponentials' pipe.
       float group = 0.0f;
       int runs = 0;
-      walk_streamed(x_share + held, streamed, x_vectors, keep, [&](const auto& v, int count, auto&&) {
+      walk_streamed(x_share + streamed_begin, streamed, x_vectors, keep, [&](const auto& v, int count, auto&&) {
 #pragma unroll
         for (int e = 0; e < W; ++e)
           if (e < count) group += scale.exp_of(v[e]);
@@ -314,8 +396,28 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
     const float inv_sum = 1.0f / total;  // as a backward from these statistics forms it
     Statistics::write(p.stats, row, blockIdx.x == 0 && threadIdx.x == 0, {scale.max, scale.inv_rms, total});
 
-    // Phase 3: y from the tile, then from the streamed part (its last use: evict_first), y itself evict_first.
+    // Phase 3: y from the registers (first: their registers are free for the rest), from the streamed part (its
+    // last use: evict_first; before the tile's y passes through L2, which took 9 MB of it back to HBM on 1 x 16M
+    // fp32: bench/NOTES.md, long rows step 9), then from the tile; y itself evict_first.
     const auto out = [&](float v) { return Traits::from_float(scale.exp_of(v) * inv_sum); };
+    part.store(y_share + held, in_registers, y_vectors, once, out);
+    {
+      const T* xs = x_share + streamed_begin;
+      T* ys = y_share + streamed_begin;
+      const auto t = static_cast<std::int64_t>(threadIdx.x);
+      std::int64_t done = 0;
+      if (y_vectors) {
+        const std::int64_t count = streamed / W;
+        for_each_streamed_vector(xs, count, once, [&](std::int64_t v, const Vector<T>& in) {
+          Vector<T> o;
+#pragma unroll
+          for (int e = 0; e < W; ++e) o.v[e] = out(Traits::to_float(in.v[e]));
+          store_hinted(ys + v * W, o, once);
+        });
+        done = count * W;
+      }
+      for (std::int64_t i = done + t; i < streamed; i += threads) ys[i] = out(Traits::to_float(xs[i]));
+    }
     {
       const auto* vectors = reinterpret_cast<const Vector<T>*>(tile);
 #pragma unroll 4
@@ -335,23 +437,6 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
         y_share[i] = out(Traits::to_float(tile[i]));
       }
     }
-    {
-      const T* xs = x_share + held;
-      T* ys = y_share + held;
-      const auto t = static_cast<std::int64_t>(threadIdx.x);
-      std::int64_t done = 0;
-      if (y_vectors) {
-        const std::int64_t count = streamed / W;
-        for_each_streamed_vector(xs, count, once, [&](std::int64_t v, const Vector<T>& in) {
-          Vector<T> o;
-#pragma unroll
-          for (int e = 0; e < W; ++e) o.v[e] = out(Traits::to_float(in.v[e]));
-          store_hinted(ys + v * W, o, once);
-        });
-        done = count * W;
-      }
-      for (std::int64_t i = done + t; i < streamed; i += threads) ys[i] = out(Traits::to_float(xs[i]));
-    }
     // The next row's bulk copies overwrite the tile: every thread's reads (and element-wise writes) of it are
     // ordered before the copy engine's writes (generic proxy, then the async proxy).
     cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
@@ -369,9 +454,14 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
 template <class T>
 using Kernel = void (*)(Params<T>);
 
+/// The kernel with a register part (where the type has one) or without.
 template <class T>
-Kernel<T> kernel_for(bool writes_stats) {
-  return writes_stats ? kernel<T, WriteStatistics> : kernel<T, NoStatistics>;
+Kernel<T> kernel_for(bool writes_stats, bool register_part) {
+  constexpr int R = register_vectors<T>;
+  if constexpr (R > 0) {
+    if (register_part) return writes_stats ? kernel<T, R, WriteStatistics> : kernel<T, R, NoStatistics>;
+  }
+  return writes_stats ? kernel<T, 0, WriteStatistics> : kernel<T, 0, NoStatistics>;
 }
 
 /// The workspace: the exchange's state (zeroed by prepare), then one statistics slot and one sum slot per
@@ -401,43 +491,58 @@ struct Plan {
   std::shared_ptr<megakernel::CountersZeroed> counters;  // once prepared
 };
 
-/// Plans on device d, asking the runtime about the very kernel that will run.
+/// Plans p.kernel for a non-empty request on device d, asking the runtime about that very kernel.
+template <class T>
+Status plan_kernel(const DeviceInfo& d, LongRowRequest request, Plan<T>* p) {
+  KernelFacts facts;
+  RSS_TRY(kernel_facts(p->kernel, d, &facts));
+  if (facts.binary_version < 90) return Status::unsupported_device;  // the build has no sm_90 code for it
+  request.static_shared_bytes = facts.static_shared;
+  Status query = Status::success;
+  const auto resident_clusters = [&](int size, std::size_t dynamic) -> int {
+    if (dynamic > facts.max_dynamic) return 0;
+    int answer = 0;
+    Status s = Status::success;
+    if (size == 1) {
+      s = blocks_per_sm(p->kernel, d, threads, dynamic, &answer);
+      answer *= d.sm_count;
+    } else {
+      s = active_clusters(p->kernel, d, threads, size, dynamic, &answer);
+    }
+    if (!ok(s)) query = s;
+    return ok(s) ? answer : 0;
+  };
+  const Status planned = plan_long_row(d, request, resident_clusters, &p->geometry);
+  RSS_TRY(query);
+  RSS_TRY(planned);
+  return blocks_per_sm(p->kernel, d, threads, p->geometry.dynamic_shared_bytes, &p->blocks_per_sm);
+}
+
+/// Plans on device d: the kernel with a register part where some block's share passes its tile, else the kernel
+/// without one (the part's code, unused, cost 0.3 us on 1 x 2^20 and 2^22 fp32: bench/NOTES.md, long rows step 9).
 template <class T>
 Status make_plan(std::int64_t rows, std::int64_t cols, bool writes_stats, const DeviceInfo& d, Plan<T>* out) {
   Plan<T> p;
-  p.kernel = kernel_for<T>(writes_stats);
   p.max_leaders = max_leaders(d);
   LongRowRequest request;
   request.rows = rows;
   request.cols = cols;
   request.dtype = dtype_of<T>;
   request.threads = threads;
-  if (rows > 0 && cols > 0) {
-    if (!d.cooperative_launch) return Status::cooperative_unsupported;
-    KernelFacts facts;
-    RSS_TRY(kernel_facts(p.kernel, d, &facts));
-    if (facts.binary_version < 90) return Status::unsupported_device;  // the build has no sm_90 code for it
-    request.static_shared_bytes = facts.static_shared;
-    Status query = Status::success;
-    const auto resident_clusters = [&](int size, std::size_t dynamic) -> int {
-      if (dynamic > facts.max_dynamic) return 0;
-      int answer = 0;
-      Status s = Status::success;
-      if (size == 1) {
-        s = blocks_per_sm(p.kernel, d, threads, dynamic, &answer);
-        answer *= d.sm_count;
-      } else {
-        s = active_clusters(p.kernel, d, threads, size, dynamic, &answer);
-      }
-      if (!ok(s)) query = s;
-      return ok(s) ? answer : 0;
-    };
-    const Status planned = plan_long_row(d, request, resident_clusters, &p.geometry);
-    RSS_TRY(query);
-    RSS_TRY(planned);
-    RSS_TRY(blocks_per_sm(p.kernel, d, threads, p.geometry.dynamic_shared_bytes, &p.blocks_per_sm));
-  } else {
+  if (rows == 0 || cols == 0) {
+    p.kernel = kernel_for<T>(writes_stats, false);
     RSS_TRY(plan_long_row(d, request, [](int, std::size_t) { return 0; }, &p.geometry));
+    *out = p;
+    return Status::success;
+  }
+  if (!d.cooperative_launch) return Status::cooperative_unsupported;
+  p.kernel = kernel_for<T>(writes_stats, true);
+  request.register_bytes = static_cast<std::size_t>(threads) * register_vectors<T> * 16;
+  RSS_TRY(plan_kernel(d, request, &p));
+  if (p.geometry.register_elems > 0 && p.geometry.share_elems <= p.geometry.tile_elems) {
+    p.kernel = kernel_for<T>(writes_stats, false);
+    request.register_bytes = 0;
+    RSS_TRY(plan_kernel(d, request, &p));
   }
   *out = p;
   return Status::success;
@@ -456,8 +561,8 @@ Status launch_plan(const Plan<T>& plan, const T* x, T* y, RowStatistics* stats, 
   WorkspaceCarver carver(workspace);
   const Workspace w = Workspace::carve(carver, plan.max_leaders);
   const Params<T> p{x,          y,          stats,        g.rows,       g.cols,     layout.ld_x,
-                    layout.ld_y, g.share_elems, g.tile_elems, g.clusters, g.cluster_size, w.state,
-                    w.stat_slots, w.sum_slots};
+                    layout.ld_y, g.share_elems, g.tile_elems, static_cast<int>(g.register_elems), g.clusters,
+                    g.cluster_size, w.state,      w.stat_slots, w.sum_slots};
   launcher.cluster_size = static_cast<unsigned>(g.cluster_size);
   return launcher("long_row", plan.kernel, static_cast<unsigned>(g.grid_blocks), static_cast<unsigned>(threads),
                   g.dynamic_shared_bytes, true, plan.blocks_per_sm, p);
