@@ -194,7 +194,7 @@ __device__ __forceinline__ void walk_tile_vectors(const T* tile, int first, int 
 /// thread t being the part's vector j * threads + t (so each j is one coalesced sweep). Read in phase 1, used
 /// in phase 2, written as y in phase 3: x read once, nothing re-read. Whole vectors of an aligned row are
 /// 16-byte accesses; a partial last vector, or an unaligned row, goes element by element. Int indices: a
-/// part is at most R * 8 K elements. Every member returns at once on an empty part (short rows, 16-bit).
+/// part is at most threads * R * W elements (16 K in fp32). Every member returns at once on an empty part.
 template <class T, int R>
 struct RegisterPart {
   static constexpr int W = vector_width<T>;
