@@ -68,11 +68,13 @@ sanitize() {
 for tool in memcheck racecheck synccheck initcheck; do
   sanitize "$tool" rss_gpu_tests "[sanitize]" "sanitize_$tool"
 done
-# long_row's streamed part and element-wise tiles need rows longer than the chip's shared memory: too long for
-# racecheck, and global memory only (what racecheck checks, shared memory, [sanitize] covers).
+# long_row's streamed part, register parts (cut short too) and element-wise tiles need rows longer than the
+# chip's shared memory: too long for racecheck, and global memory only (what racecheck checks, shared memory,
+# [sanitize] covers).
 if [ -x "$build/tests/rss_gpu_long_row_tests" ]; then
   for tool in memcheck synccheck initcheck; do
     sanitize "$tool" rss_gpu_long_row_tests "[layouts]" "sanitize_long_row_$tool"
+    sanitize "$tool" rss_gpu_long_row_tests "[registers]" "sanitize_long_row_registers_$tool"
   done
 fi
 exit $status
