@@ -107,8 +107,8 @@ inline std::int64_t long_row_streamed(std::int64_t cols, std::int64_t share, std
 /// Returns success and writes *out, or one of: null_pointer, negative_size, size_overflow (rows * cols *
 /// element bytes does not fit in 64 bits), invalid_strategy (threads or min_share_elems not positive,
 /// register_bytes past INT_MAX), cooperative_unsupported, unsupported_device (no SMs, or no clusters and bulk
-/// copies: before sm_90), not_admissible (no tile fits, or no cluster size is resident). *out is untouched on failure. rows == 0 or
-/// cols == 0 is success with launch_count 0, whatever the device.
+/// copies: before sm_90), not_admissible (no tile fits, or no cluster size is resident). *out is untouched on
+/// failure. rows == 0 or cols == 0 is success with launch_count 0, whatever the device.
 template <class ResidentClusters>
 Status plan_long_row(const DeviceInfo& d, const LongRowRequest& req, ResidentClusters&& resident_clusters,
                      LongRowPlan* out) noexcept {
