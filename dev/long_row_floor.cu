@@ -1,4 +1,4 @@
-// The floor of long_row's structure on single rows of 1M and 4M elements: how fast can any kernel be that reads
+// The floor of long_row's structure on single rows of 1M to 16M elements: how fast can any kernel be that reads
 // a row once, makes the two dependent grid-wide exchanges an exact one-pass rms_scaled_softmax needs (the row's
 // max and sum of squares give the scale; the sum of exponentials needs the scale; y needs that sum), and writes
 // the row once? A diagnostic, never part of the library.
@@ -11,6 +11,9 @@
 //   1 round    load, one exchange, store
 //   2 rounds   load, two exchanges, store: the floor of the structure
 //   2 rounds, nap   the same, the polling lane sleeping 64 ns between polls (less traffic on the counter's line)
+// and, for rows of more than 2 vectors a thread (4M and 16M), streaming skeletons that hold nothing (x summed as it
+// streams in, y written from the last total): read then write; read, two exchanges, write; and read, an exchange,
+// one exponential a row element (MUFU, from registers), an exchange, write, the floor of a row too long to hold.
 // An exchange: each block writes its partial to a slot, thread 0 adds one to a global counter with release
 // semantics and polls it with acquire loads until every block has arrived (the counter is never reset: the host
 // passes each launch its base); the first warp then reads every slot through L2 and sums them (as long_row's
@@ -135,6 +138,73 @@ __global__ void __launch_bounds__(threads, 1) skeleton(const uint4* x, uint4* y,
     const std::int64_t i = first + static_cast<std::int64_t>(u) * threads;
     if (i < vectors) __stcs(y + i, make_uint4(v[u].x + add, v[u].y, v[u].z, v[u].w));
   }
+}
+
+/// The floor for rows too long to hold (1 x 2^24: 254-508 KB a block): the share streamed in (16-byte loads, 8 in
+/// flight a thread, summed), `rounds` exchanges, with Exps an exponential pass between the first and the second
+/// (one ex2.approx a row element from registers, as phase 2 must make after the first round and before the second),
+/// then the share streamed out (a value from the last total). Any exact one-pass kernel reads all of x before it
+/// writes any y and makes both exchanges and that pass between: this is its floor.
+template <bool Exps>
+__global__ void __launch_bounds__(threads, 1) streaming_skeleton(const uint4* x, uint4* y, std::int64_t vectors,
+                                                                 std::int64_t elements, int rounds, Exchange e) {
+  __shared__ unsigned int warp_sums[threads / 32];
+  __shared__ unsigned int broadcast;
+  const std::int64_t per_block = (vectors + gridDim.x - 1) / gridDim.x;
+  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * per_block;
+  const std::int64_t end = begin + per_block < vectors ? begin + per_block : vectors;
+  unsigned int mine = 0;
+  std::int64_t i = begin + threadIdx.x;
+  for (; i + 7 * threads < end; i += 8 * threads) {
+    uint4 v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) v[u] = __ldcs(x + i + u * threads);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) mine += v[u].x + v[u].y + v[u].z + v[u].w;
+  }
+  for (; i < end; i += threads) {
+    const uint4 v = __ldcs(x + i);
+    mine += v.x + v.y + v.z + v.w;
+  }
+  unsigned int add = 0;
+  for (int r = 0; r < rounds; ++r) {
+    unsigned int partial = mine + add;
+    if (Exps && r == 1) {
+      // This block's elements' exponentials: elements / gridDim.x of them, spread over the threads.
+      const std::int64_t per_thread = (elements / gridDim.x + threads - 1) / threads;
+      const float c = static_cast<float>(add & 0xff) * 1e-9f + 1e-6f;
+      float sum = 0.0f;
+      float t = static_cast<float>(threadIdx.x) * c;
+      for (std::int64_t k = 0; k < per_thread; ++k) {
+        float ex;
+        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(ex) : "f"(t));
+        sum += ex;
+        t -= c;
+      }
+      partial += static_cast<unsigned int>(sum);
+    }
+    add = exchange<false>(e, block_sum(partial, warp_sums), r, &broadcast);
+  }
+  for (i = begin + threadIdx.x; i < end; i += threads) __stcs(y + i, make_uint4(add, add + 1, add + 2, add + 3));
+}
+
+void launch_streaming(const uint4* x, uint4* y, std::int64_t vectors, std::int64_t elements, int rounds, bool exps,
+                      Exchange& e, int blocks, cudaStream_t stream) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(threads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeCooperative;
+  attr.val.cooperative = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  if (exps) {
+    check(cudaLaunchKernelEx(&cfg, streaming_skeleton<true>, x, y, vectors, elements, rounds, e), "streaming launch");
+  } else {
+    check(cudaLaunchKernelEx(&cfg, streaming_skeleton<false>, x, y, vectors, elements, rounds, e), "streaming launch");
+  }
+  if (rounds > 0) e.base += static_cast<unsigned int>(rounds) * static_cast<unsigned int>(blocks);
 }
 
 struct Timing {
@@ -318,8 +388,20 @@ int main() {
         skeletons<4>(x, y, vectors, e, blocks, stream);
       } else if (per_thread <= 8) {
         skeletons<8>(x, y, vectors, e, blocks, stream);
-      } else {
-        std::printf("  (no skeleton: more than 8 vectors a thread)\n");
+      }
+      if (per_thread > 2) {  // rows too long to hold in registers: the streaming floor
+        const std::int64_t elements = cols;
+        struct Streaming {
+          const char* name;
+          int rounds;
+          bool exps;
+        };
+        for (const Streaming& v : {Streaming{"streaming: read, write", 0, false},
+                                   Streaming{"streaming: read, 2 rounds, write", 2, false},
+                                   Streaming{"streaming: read, round, exps, round, write", 2, true}}) {
+          row(v.name, time_it([&](cudaStream_t st) { launch_streaming(x, y, vectors, elements, v.rounds, v.exps, e, blocks, st); },
+                              stream));
+        }
       }
       if (element_bytes == 4) long_row<float>("fp32", cols, device, stream);
       if (element_bytes == 2) long_row<__nv_bfloat16>("bf16", cols, device, stream);
