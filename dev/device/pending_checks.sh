@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine what dev/device/build_pending.sh packed: first the floors on the quiet GPU
-# (long_row_floor, fewrow_floor), long_row's DRAM bytes under ncu (a plain launch, fp32 and bf16 on 1 x 2^24),
-# then rss_gpu_tests beside racecheck over `[sanitize]`, memcheck, synccheck and initcheck over `[sanitize]`,
-# the backward tests and the sharded tests in one process (NCCL from PyTorch's wheel, multicast off). Every log
+# (long_row_floor against HEAD's, A B B A; fewrow_floor with FEWROW=1), long_row's DRAM bytes under ncu (a plain
+# launch, fp32 and bf16 on 1 x 2^24), the phase stamps, then long_row's tests, its bounded wait and memcheck,
+# synccheck and initcheck over its [registers], [layouts] and [shapes] cases, rss_gpu_tests beside racecheck over
+# `[sanitize]`, memcheck, synccheck and initcheck over `[sanitize]`, the backward tests and the sharded tests in
+# one process (NCCL from PyTorch's wheel, multicast off). Every log
 # goes into one archive, $OUT/pending_logs.tar.xz, rewritten after each step, so a call cut at its limit still
-# returns what finished. About 7 minutes.
+# returns what finished. About 8 minutes.
 # Usage (device tool, carry .device/carry): bash .device/carry/pending_checks.sh
 set -u -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,11 +34,22 @@ if wheel=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])'
   export LD_LIBRARY_PATH="$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
-step long_row_floor 120 "$bin/dev/long_row_floor"
-step fewrow_floor 180 "$bin/dev/fewrow_floor"
+step long_row_floor_head_a 120 "$bin/dev/long_row_floor_head"
+step long_row_floor_a 120 "$bin/dev/long_row_floor"
+step long_row_floor_b 120 "$bin/dev/long_row_floor"
+step long_row_floor_head_b 120 "$bin/dev/long_row_floor_head"
+[ "${FEWROW:-0}" = 1 ] && step fewrow_floor 180 "$bin/dev/fewrow_floor"
 for t in fp32 bf16; do
   step "long_row_dram_$t" 120 ncu --profile-from-start off --metrics dram__bytes_read.sum,dram__bytes_write.sum \
     "$bin/dev/long_row_dram" "$t" 16777216 long_row plain
+done
+step long_row_stamps 120 "$bin/dev/long_row_stamps"
+step gpu_long_row 300 "$bin/tests/rss_gpu_long_row_tests"
+step gpu_long_row_bounded_wait 120 "$bin/tests/rss_gpu_long_row_wait_test"
+for f in registers layouts shapes; do
+  for tool in memcheck synccheck initcheck; do
+    step "${tool}_long_row_$f" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/tests/rss_gpu_long_row_tests" "[$f]"
+  done
 done
 # The strategy tests beside racecheck (each about 250-300 s; they only share the GPU).
 ( step racecheck 420 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/tests/rss_gpu_tests" "[sanitize]" ) &
