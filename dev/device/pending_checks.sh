@@ -43,7 +43,7 @@ for t in fp32 bf16; do
   step "long_row_dram_$t" 120 ncu --profile-from-start off --metrics dram__bytes_read.sum,dram__bytes_write.sum \
     "$bin/dev/long_row_dram" "$t" 16777216 long_row plain
 done
-step long_row_stamps 120 "$bin/dev/long_row_stamps"
+[ -x "$bin/dev/long_row_stamps" ] && step long_row_stamps 120 "$bin/dev/long_row_stamps"
 step gpu_long_row 300 "$bin/tests/rss_gpu_long_row_tests"
 step gpu_long_row_bounded_wait 120 "$bin/tests/rss_gpu_long_row_wait_test"
 for f in registers layouts shapes; do
