@@ -188,8 +188,10 @@ __global__ void __launch_bounds__(threads, 1) streaming_skeleton(const uint4* x,
   for (i = begin + threadIdx.x; i < end; i += threads) __stcs(y + i, make_uint4(add, add + 1, add + 2, add + 3));
 }
 
-void launch_streaming(const uint4* x, uint4* y, std::int64_t vectors, std::int64_t elements, int rounds, bool exps,
-                      Exchange& e, int blocks, cudaStream_t stream) {
+/// One cooperative launch of `blocks` 1024-thread blocks; the exchange's base moves past its rounds.
+template <class... Params, class... Args>
+void launch_cooperative(void (*kernel)(Params...), int rounds, Exchange& e, int blocks, cudaStream_t stream,
+                        Args... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(blocks));
   cfg.blockDim = dim3(threads);
@@ -199,12 +201,14 @@ void launch_streaming(const uint4* x, uint4* y, std::int64_t vectors, std::int64
   attr.val.cooperative = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  if (exps) {
-    check(cudaLaunchKernelEx(&cfg, streaming_skeleton<true>, x, y, vectors, elements, rounds, e), "streaming launch");
-  } else {
-    check(cudaLaunchKernelEx(&cfg, streaming_skeleton<false>, x, y, vectors, elements, rounds, e), "streaming launch");
-  }
+  check(cudaLaunchKernelEx(&cfg, kernel, args...), "cooperative launch");
   if (rounds > 0) e.base += static_cast<unsigned int>(rounds) * static_cast<unsigned int>(blocks);
+}
+
+void launch_streaming(const uint4* x, uint4* y, std::int64_t vectors, std::int64_t elements, int rounds, bool exps,
+                      Exchange& e, int blocks, cudaStream_t stream) {
+  launch_cooperative(exps ? streaming_skeleton<true> : streaming_skeleton<false>, rounds, e, blocks, stream, x, y,
+                     vectors, elements, rounds, e);
 }
 
 struct Timing {
@@ -250,17 +254,7 @@ void row(const std::string& what, const Timing& t) {
 template <int Vectors, bool Nap>
 void launch_skeleton(const uint4* x, uint4* y, std::int64_t vectors, int rounds, Exchange& e, int blocks,
                      cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(threads);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeCooperative;
-  attr.val.cooperative = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  check(cudaLaunchKernelEx(&cfg, skeleton<Vectors, Nap>, x, y, vectors, rounds, e), "skeleton launch");
-  if (rounds > 0) e.base += static_cast<unsigned int>(rounds) * static_cast<unsigned int>(blocks);
+  launch_cooperative(skeleton<Vectors, Nap>, rounds, e, blocks, stream, x, y, vectors, rounds, e);
 }
 
 template <int Vectors>
