@@ -433,7 +433,8 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
     cudaFree(y);
     return;
   }
-  for (const int cluster : {8, 16}) {
+  // Clusters of 2 and 4 too: fewer, larger shares (a 16-bit tile of 128 KB a block on 64 x 131072), one wave.
+  for (const int cluster : {2, 4, 8, 16}) {
     skeleton_variant<T, 512, 1, true, false, 4>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
