@@ -1,5 +1,5 @@
 // Where long_row's time goes, per phase: a diagnostic for a throwaway copy of the tree, never part of the library.
-// dev/long_row_stamps.patch makes thread 0 of every block record %globaltimer at twelve points of row 0; this driver
+// dev/long_row_stamps.patch makes thread 0 of every block record %globaltimer at fourteen points of row 0; this driver
 // runs long_row on the single long rows and prints, per point, the earliest and the latest block relative to the
 // earliest kernel entry (median of 30 runs), with the host completion time and the CUDA-event time of a run.
 //
@@ -10,9 +10,10 @@
 // Points: 0 entry, 1 set up (cluster combine, exchange base read, mbarriers), 2 the tile's bulk copies issued
 // and the block barrier after them, 3 the first chunk landed, 4 phase 1 done (local statistics), 5 statistics in the cluster,
 // 6 statistics round done (every leader's), 7 phase 2 done (local sum), 8 sum in the cluster, 9 sum round done,
-// 10 phase 3 done (y stored), 11 exit. %globaltimer counts ns, but on session 7's H200 it moved in steps of 256 ns
-// (every median of bench/results/checks_s7/stamps12.log is on that grid): differences under 0.3 us are
-// noise. After the table, one more run into a poisoned y is checked against the double reference with the tests'
+// 10 phase 3 done (y stored), 11 exit, 12 phase 1's register and streamed parts loaded and their statistics
+// taken (before the first chunk's wait), 13 phase 3's register and streamed parts stored (before the tile's y).
+// %globaltimer counts ns, but on session 7's H200 it moved in steps of 256 ns (every median of
+// bench/results/checks_s7/stamps12.log is on that grid): differences under 0.3 us are noise. After the table, one more run into a poisoned y is checked against the double reference with the tests'
 // bound.
 //
 // It drives the strategy itself (plan, prepare, launch: what Operator::run does for it) and includes only
@@ -36,10 +37,11 @@
 
 namespace {
 
-constexpr int points = 12;
+constexpr int points = 14;
 constexpr int runs = 30;
 const char* const point_names[points] = {"entry",     "set up",  "issued",    "chunk 0",  "phase 1",  "cluster 1",
-                                         "round 1",   "phase 2", "cluster 2", "round 2",  "phase 3",  "exit"};
+                                         "round 1",   "phase 2", "cluster 2", "round 2",  "phase 3",  "exit",
+                                         "stream 1",  "stream 3"};
 
 template <class T>
 void measure(const char* dtype, std::int64_t cols) {

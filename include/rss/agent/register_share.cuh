@@ -45,8 +45,12 @@ class RegisterShare {
   /// Loads this thread's elements of `row` (the share's first element), all V vectors in flight at once, on
   /// the share's own grid: thread t's vector u holds elements (u Threads + t) W ... + W - 1. A checked share of
   /// a row that is not 16-byte aligned is then read element by element. Programs that hold several arrays
-  /// use this grid for all of them (their elements must meet in the same registers).
-  __device__ __forceinline__ Held load(const T* row) const { return load_on(row, 0, F != Fit::checked || aligned(row)); }
+  /// use this grid for all of them (their elements must meet in the same registers). `hint`: the whole vectors'
+  /// L2 policy (rss/phases/tile_io.cuh).
+  template <class Hint = NoL2Hint>
+  __device__ __forceinline__ Held load(const T* row, Hint hint = {}) const {
+    return load_on(row, 0, F != Fit::checked || aligned(row), hint);
+  }
 
   /// As load, for a program that holds one array: a checked share of a misaligned row is loaded on the row's
   /// aligned grid, so that all but its first and last vectors are whole 16-byte loads. On that grid (shift s,
@@ -67,7 +71,7 @@ class RegisterShare {
       // inlined copies spilled 8 bytes in the 256 x 32 bf16 kernels).
       const bool fits = address % sizeof(T) == 0 && n_ + shift <= static_cast<std::int64_t>(Threads) * Elems;
       if (!fits) shift = 0;
-      return load_on(row, shift, fits || address % 16 == 0);
+      return load_on(row, shift, fits || address % 16 == 0, NoL2Hint{});
     }
   }
 
@@ -127,9 +131,10 @@ class RegisterShare {
 
   /// row[i] = out(u, e) (a T) for every element of the share, on the grid of `shift`: whole vectors where
   /// `row` is misaligned by exactly that shift (in place, or x and y with the same layout), else element by
-  /// element. In place is safe: each thread stores only the elements it loaded.
-  template <class Out>
-  __device__ __forceinline__ void store_index(T* row, Out&& out, int shift = 0) const {
+  /// element. In place is safe: each thread stores only the elements it loaded. `hint`: the whole vectors' L2
+  /// policy.
+  template <class Out, class Hint = NoL2Hint>
+  __device__ __forceinline__ void store_index(T* row, Out&& out, int shift = 0, Hint hint = {}) const {
     const bool vectors =
         F != Fit::checked || reinterpret_cast<std::uintptr_t>(row) % 16 == static_cast<std::uintptr_t>(shift) * sizeof(T);
 #pragma unroll
@@ -138,7 +143,7 @@ class RegisterShare {
 #pragma unroll
       for (int e = 0; e < W; ++e) vec.v[e] = out(u, e);
       if (vectors && vector_valid(u, shift)) {
-        store_vector(row + index(u, 0, shift), vec);
+        store_vector(row + index(u, 0, shift), vec, hint);
       } else {
 #pragma unroll
         for (int e = 0; e < W; ++e)
@@ -155,14 +160,15 @@ class RegisterShare {
 
  private:
   /// The share's elements on the grid of `shift`, whole vectors where `vectors` and the vector is in the share.
-  __device__ __forceinline__ Held load_on(const T* row, int shift, bool vectors) const {
+  template <class Hint>
+  __device__ __forceinline__ Held load_on(const T* row, int shift, bool vectors, Hint hint) const {
     Held h;
     h.shift = shift;
 #pragma unroll
     for (int u = 0; u < V; ++u) {
       if (vectors && vector_valid(u, shift)) {  // on the grid of the row's misalignment: 16-byte aligned
-        const uint4 bits = *reinterpret_cast<const uint4*>(row + index(u, 0, shift));
-        h.w[u][0] = bits.x, h.w[u][1] = bits.y, h.w[u][2] = bits.z, h.w[u][3] = bits.w;
+        const Vector<T> vec = load_vector(row + index(u, 0, shift), hint);
+        memcpy(h.w[u], &vec, sizeof vec);
       } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) h.w[u][i] = 0u;

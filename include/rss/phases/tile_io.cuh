@@ -35,6 +35,54 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T>& v) {
   __stwb(reinterpret_cast<uint4*>(p), bits);
 }
 
+/// An access's L2 eviction policy (PTX createpolicy), for bytes whose reuse the program knows: NoL2Hint is the
+/// default policy, L2Hint one made by createpolicy (evict_first: read or written once; evict_last: read again
+/// soon). The accesses below take either, so a caller passes a hint without a second code path.
+struct NoL2Hint {};
+struct L2Hint {
+  std::uint64_t policy;
+  __device__ __forceinline__ static L2Hint evict_first() {
+    L2Hint h;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(h.policy));
+    return h;
+  }
+  __device__ __forceinline__ static L2Hint evict_last() {
+    L2Hint h;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(h.policy));
+    return h;
+  }
+};
+
+template <class T>
+__device__ __forceinline__ Vector<T> load_vector(const T* p, NoL2Hint) {
+  return load_vector(p);
+}
+/// Volatile: two hinted loads of one address (a phase's and a later phase's) must not merge.
+template <class T>
+__device__ __forceinline__ Vector<T> load_vector(const T* p, L2Hint hint) {
+  uint4 bits;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(bits.x), "=r"(bits.y), "=r"(bits.z), "=r"(bits.w)
+               : "l"(p), "l"(hint.policy)
+               : "memory");
+  Vector<T> v;
+  memcpy(&v, &bits, sizeof bits);
+  return v;
+}
+
+template <class T>
+__device__ __forceinline__ void store_vector(T* p, const Vector<T>& v, NoL2Hint) {
+  store_vector(p, v);
+}
+template <class T>
+__device__ __forceinline__ void store_vector(T* p, const Vector<T>& v, L2Hint hint) {
+  uint4 bits;
+  memcpy(&bits, &v, sizeof bits);
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(bits.x), "r"(bits.y),
+               "r"(bits.z), "r"(bits.w), "l"(hint.policy)
+               : "memory");
+}
+
 /// Elements of p before the first 16-byte boundary (0 when p is aligned), capped at n.
 template <class T>
 __device__ __forceinline__ std::int64_t unaligned_head(const T* p, std::int64_t n) {

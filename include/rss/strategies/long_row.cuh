@@ -28,6 +28,7 @@
 #include <new>
 
 #include "rss/agent/forward_row.cuh"
+#include "rss/agent/register_share.cuh"
 #include "rss/detail/launch.cuh"
 #include "rss/detail/occupancy.cuh"
 #include "rss/phases/exp_sum.cuh"
@@ -78,49 +79,12 @@ struct Params {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// L2 cache policies (PTX createpolicy) and the accesses that carry them.
-
-__device__ __forceinline__ std::uint64_t evict_last_policy() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ std::uint64_t evict_first_policy() {
-  std::uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-
-/// One 16-byte load with an L2 policy. Volatile: phase 1's and phase 2's loads of one address must not merge.
-template <class T>
-__device__ __forceinline__ Vector<T> load_hinted(const T* p, std::uint64_t policy) {
-  uint4 bits;
-  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-               : "=r"(bits.x), "=r"(bits.y), "=r"(bits.z), "=r"(bits.w)
-               : "l"(p), "l"(policy)
-               : "memory");
-  Vector<T> v;
-  memcpy(&v, &bits, sizeof bits);
-  return v;
-}
-
-/// One 16-byte store with an L2 policy.
-template <class T>
-__device__ __forceinline__ void store_hinted(T* p, const Vector<T>& v, std::uint64_t policy) {
-  uint4 bits;
-  memcpy(&bits, &v, sizeof bits);
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "r"(bits.x), "r"(bits.y),
-               "r"(bits.z), "r"(bits.w), "l"(policy)
-               : "memory");
-}
-
-// ---------------------------------------------------------------------------------------------------
 // Walks of one block's share of a row.
 
 /// x's 16-byte vectors [0, count) of the block's streamed part, `streamed_in_flight` loads in flight per thread
 /// before the first use: f(index of the vector, the vector).
 template <class T, class F>
-__device__ __forceinline__ void for_each_streamed_vector(const T* x, std::int64_t count, std::uint64_t policy, F&& f) {
+__device__ __forceinline__ void for_each_streamed_vector(const T* x, std::int64_t count, L2Hint hint, F&& f) {
   constexpr int W = vector_width<T>;
   constexpr std::int64_t Step = static_cast<std::int64_t>(threads) * streamed_in_flight;
   const auto t = static_cast<std::int64_t>(threadIdx.x);
@@ -128,18 +92,18 @@ __device__ __forceinline__ void for_each_streamed_vector(const T* x, std::int64_
   for (; v0 + Step <= count; v0 += Step) {
     Vector<T> buf[streamed_in_flight];
 #pragma unroll
-    for (int u = 0; u < streamed_in_flight; ++u) buf[u] = load_hinted(x + (v0 + u * threads + t) * W, policy);
+    for (int u = 0; u < streamed_in_flight; ++u) buf[u] = load_vector(x + (v0 + u * threads + t) * W, hint);
 #pragma unroll
     for (int u = 0; u < streamed_in_flight; ++u) f(v0 + u * threads + t, buf[u]);
   }
-  for (std::int64_t v = v0 + t; v < count; v += threads) f(v, load_hinted(x + v * W, policy));
+  for (std::int64_t v = v0 + t; v < count; v += threads) f(v, load_vector(x + v * W, hint));
 }
 
 /// The part of the share past the tile: x[0, n) from global memory. f(values, count, reload) per run: a whole
 /// 16-byte vector where `vectors` (x 16-byte aligned), else single elements; `streamed_in_flight` vectors in
 /// flight per thread. Indices are 64-bit: one share of the 2^31 + 11-element row holds 16 M elements.
 template <class T, class F>
-__device__ __forceinline__ void walk_streamed(const T* x, std::int64_t n, bool vectors, std::uint64_t policy, F&& f) {
+__device__ __forceinline__ void walk_streamed(const T* x, std::int64_t n, bool vectors, L2Hint hint, F&& f) {
   using Traits = StorageTraits<T>;
   constexpr int W = vector_width<T>;
   const auto t = static_cast<std::int64_t>(threadIdx.x);
@@ -155,7 +119,7 @@ __device__ __forceinline__ void walk_streamed(const T* x, std::int64_t n, bool v
   std::int64_t done = 0;
   if (vectors) {
     const std::int64_t count = n / W;
-    for_each_streamed_vector(x, count, policy, [&](std::int64_t v, const Vector<T>& vec) {
+    for_each_streamed_vector(x, count, hint, [&](std::int64_t v, const Vector<T>& vec) {
       float a[W];
 #pragma unroll
       for (int e = 0; e < W; ++e) a[e] = Traits::to_float(vec.v[e]);
@@ -189,69 +153,6 @@ __device__ __forceinline__ void walk_tile_vectors(const T* tile, int first, int 
     });
   }
 }
-
-/// The part of a block's share held in registers: elements [0, n) of it, n <= threads * R * W, vector j of
-/// thread t being the part's vector j * threads + t (so each j is one coalesced sweep). Read in phase 1, used
-/// in phase 2, written as y in phase 3: x read once, nothing re-read. Whole vectors of an aligned row are
-/// 16-byte accesses; a partial last vector, or an unaligned row, goes element by element. Int indices: a
-/// part is at most threads * R * W elements (16 K in fp32). Every member returns at once on an empty part.
-template <class T, int R>
-struct RegisterPart {
-  static constexpr int W = vector_width<T>;
-  Vector<T> held[R > 0 ? R : 1];
-
-  __device__ __forceinline__ static int first(int j) { return (j * threads + static_cast<int>(threadIdx.x)) * W; }
-  /// Elements of the part from this thread's vector j on (W or more: the vector is whole; 0 or less: past the end).
-  __device__ __forceinline__ static int left(int j, int n) { return n - first(j); }
-  /// Elements of this thread's vector j: W, fewer at the part's end, 0 past it.
-  __device__ __forceinline__ static int count(int j, int n) { return max(0, min(W, left(j, n))); }
-
-  __device__ __forceinline__ void load(const T* x, int n, bool vectors, std::uint64_t policy) {
-    if (n <= 0) return;
-#pragma unroll
-    for (int j = 0; j < R; ++j) {
-      // A comparison of its own, not count(j, n) == W: ptxas 13.0 fused that test into the min/max and took the
-      // 16-byte path for vectors cut short (read past the row's end under memcheck; bench/NOTES.md, step 9).
-      if (vectors && left(j, n) >= W) {
-        held[j] = load_hinted(x + first(j), policy);
-      } else {
-#pragma unroll
-        for (int e = 0; e < W; ++e)
-          held[j].v[e] = e < left(j, n) ? x[first(j) + e] : StorageTraits<T>::from_float(0.0f);
-      }
-    }
-  }
-  /// f(values as float, count) per vector, count 0 past the part's end.
-  template <class F>
-  __device__ __forceinline__ void for_each(int n, F&& f) const {
-    if (n <= 0) return;
-#pragma unroll
-    for (int j = 0; j < R; ++j) {
-      float a[W];
-#pragma unroll
-      for (int e = 0; e < W; ++e) a[e] = StorageTraits<T>::to_float(held[j].v[e]);
-      f(a, count(j, n));
-    }
-  }
-  /// y[i] = out(x[i]) over the part.
-  template <class Out>
-  __device__ __forceinline__ void store(T* y, int n, bool vectors, std::uint64_t policy, Out&& out) const {
-    if (n <= 0) return;
-#pragma unroll
-    for (int j = 0; j < R; ++j) {
-      Vector<T> o;
-#pragma unroll
-      for (int e = 0; e < W; ++e) o.v[e] = out(StorageTraits<T>::to_float(held[j].v[e]));
-      if (vectors && left(j, n) >= W) {
-        store_hinted(y + first(j), o, policy);
-      } else {
-#pragma unroll
-        for (int e = 0; e < W; ++e)
-          if (e < left(j, n)) y[first(j) + e] = o.v[e];
-      }
-    }
-  }
-};
 
 // ---------------------------------------------------------------------------------------------------
 // The kernel.
@@ -289,13 +190,16 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
   const int in_registers = static_cast<int>(min(n - held, static_cast<std::int64_t>(p.in_registers)));
   const std::int64_t streamed_begin = held + in_registers;  // the share's streamed part: the rest
   const std::int64_t streamed = n - streamed_begin;
-  RegisterPart<T, Registers> part;
+  // The register part (Registers > 0): elements [held, held + in_registers) of the share, thread t's vector j
+  // being the part's vector j * threads + t. Read in phase 1, used in phase 2, written as y in phase 3.
+  using Part = RegisterShare<T, threads, (Registers > 0 ? Registers : 1) * W, Fit::checked>;
+  const Part part(in_registers);
 
   ClusterCombine<threads, RowRounds> combine(cluster_size, scratch.combine);  // before any peer may push to this block
   LeaderExchange exchange(p.exchange, p.clusters);  // reads the launch's base before the first cluster exchange
   BulkTileLoads<chunks> loads(scratch.loaded);  // one mbarrier per chunk of the tile
-  const std::uint64_t keep = evict_last_policy();    // the streamed part: read again in phases 2 and 3
-  const std::uint64_t once = evict_first_policy();   // the tile's loads, phase 3's last reads, y
+  const L2Hint keep = L2Hint::evict_last();    // the streamed part: read again in phases 2 and 3
+  const L2Hint once = L2Hint::evict_first();   // the tile's loads, the register part, phase 3's last reads, y
 
   // Block -> cluster -> leaders; every thread gets the grid's total (the same bits in every block).
   const auto stats_round = [&](const RowStatsPartial& mine) {
@@ -329,17 +233,21 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
       for (int i = 0; i < chunks && i * chunk_vectors < held_vectors; ++i) {
         const int count = min(chunk_vectors, held_vectors - i * chunk_vectors);
         loads.issue_fenced(i, tile + i * chunk_vectors * W, x_share + static_cast<std::int64_t>(i) * chunk_vectors * W,
-                           static_cast<std::uint32_t>(count * W * sizeof(T)), once);
+                           static_cast<std::uint32_t>(count * W * sizeof(T)), once.policy);
       }
     }
     __syncthreads();  // no thread polls a chunk's mbarrier while thread 0 issues: measured 1-5 us off phase 1
     for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) tile[i] = x_share[i];
 
-    part.load(x_share + held, in_registers, x_vectors, once);  // issued first: its statistics wait the longest
+    // Issued first: its statistics wait the longest. An empty part loads nothing (its words are zeros).
+    typename Part::Held part_x;
+    if constexpr (Registers > 0) part_x = part.load(x_share + held, once);
     RowStatsPartial mine = RowStatsPartial::identity();
     walk_streamed(x_share + streamed_begin, streamed, x_vectors, keep,
                   [&](const auto& v, int count, auto&& reload) { mine.add_run(v, count, reload); });
-    if (in_registers > 0) mine.add_part([&](auto&& f) { part.for_each(in_registers, f); });
+    if constexpr (Registers > 0) {
+      if (in_registers > 0) mine = CombineRowStats{}(mine, part.statistics(part_x));
+    }
     for (int i = 0; i < chunks && i * chunk_vectors < held_vectors; ++i) {
       loads.wait(i);
       walk_tile_vectors(tile, i * chunk_vectors, min((i + 1) * chunk_vectors, held_vectors),
@@ -368,11 +276,13 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
       for (int i = held_vectors * W + static_cast<int>(threadIdx.x); i < held; i += threads) {
         s += scale.exp_of(Traits::to_float(tile[i]));
       }
-      part.for_each(in_registers, [&](const auto& v, int count) {
+      if constexpr (Registers > 0) {
+        part.each_run_index([&](int u, int count) {
 #pragma unroll
-        for (int e = 0; e < W; ++e)
-          if (e < count) s += scale.exp_of(v[e]);
-      });
+          for (int e = 0; e < W; ++e)
+            if (e < count) s += scale.exp_of(part_x.at(u, e));
+        });
+      }
       wide += s;
     }
     {
@@ -400,7 +310,9 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
     // last use: evict_first; before the tile's y passes through L2, which took 9 MB of it back to HBM on 1 x 16M
     // fp32: bench/NOTES.md, long rows step 9), then from the tile; y itself evict_first.
     const auto out = [&](float v) { return Traits::from_float(scale.exp_of(v) * inv_sum); };
-    part.store(y_share + held, in_registers, y_vectors, once, out);
+    if constexpr (Registers > 0) {
+      if (in_registers > 0) part.store_index(y_share + held, [&](int u, int e) { return out(part_x.at(u, e)); }, 0, once);
+    }
     {
       const T* xs = x_share + streamed_begin;
       T* ys = y_share + streamed_begin;
@@ -412,7 +324,7 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
           Vector<T> o;
 #pragma unroll
           for (int e = 0; e < W; ++e) o.v[e] = out(Traits::to_float(in.v[e]));
-          store_hinted(ys + v * W, o, once);
+          store_vector(ys + v * W, o, once);
         });
         done = count * W;
       }
@@ -427,7 +339,7 @@ __global__ void __launch_bounds__(threads, 1) kernel(Params<T> p) {
 #pragma unroll
         for (int e = 0; e < W; ++e) o.v[e] = out(Traits::to_float(v.v[e]));
         if (y_vectors) {
-          store_hinted(y_share + static_cast<std::int64_t>(i) * W, o, once);
+          store_vector(y_share + static_cast<std::int64_t>(i) * W, o, once);
         } else {
 #pragma unroll
           for (int e = 0; e < W; ++e) y_share[static_cast<std::int64_t>(i) * W + e] = o.v[e];
