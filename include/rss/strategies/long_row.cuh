@@ -430,8 +430,9 @@ Status plan_kernel(const DeviceInfo& d, LongRowRequest request, Plan<T>* p) {
   return blocks_per_sm(p->kernel, d, threads, p->geometry.dynamic_shared_bytes, &p->blocks_per_sm);
 }
 
-/// Plans on device d: the kernel with a register part where some block's share passes its tile, else the kernel
-/// without one (the part's code, unused, cost 0.3 us on 1 x 2^20 and 2^22 fp32: bench/NOTES.md, long rows step 9).
+/// Plans on device d: the kernel without a register part, then, where some block's share passes its tile, the
+/// kernel with one (the part's code, unused, cost 0.3 us on 1 x 2^20 and 2^22 fp32: bench/NOTES.md, long rows step
+/// 9). Both kernels have the same shared memory and one block per SM, so the share and the tile stay the same.
 template <class T>
 Status make_plan(std::int64_t rows, std::int64_t cols, bool writes_stats, const DeviceInfo& d, Plan<T>* out) {
   Plan<T> p;
@@ -448,12 +449,11 @@ Status make_plan(std::int64_t rows, std::int64_t cols, bool writes_stats, const 
     return Status::success;
   }
   if (!d.cooperative_launch) return Status::cooperative_unsupported;
-  p.kernel = kernel_for<T>(writes_stats, true);
-  request.register_bytes = static_cast<std::size_t>(threads) * register_vectors<T> * 16;
+  p.kernel = kernel_for<T>(writes_stats, false);
   RSS_TRY(plan_kernel(d, request, &p));
-  if (p.geometry.register_elems > 0 && p.geometry.share_elems <= p.geometry.tile_elems) {
-    p.kernel = kernel_for<T>(writes_stats, false);
-    request.register_bytes = 0;
+  if (register_vectors<T> > 0 && p.geometry.share_elems > p.geometry.tile_elems) {
+    p.kernel = kernel_for<T>(writes_stats, true);
+    request.register_bytes = static_cast<std::size_t>(threads) * register_vectors<T> * 16;
     RSS_TRY(plan_kernel(d, request, &p));
   }
   *out = p;
