@@ -15,7 +15,10 @@
 // burst of 200 (the bench's device time), and the host completion time of one synchronised call (median of 200).
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I bench dev/fewrow_floor.cu -o fewrow_floor
-//   ./fewrow_floor
+//   ./fewrow_floor                       # every shape below
+//   ./fewrow_floor 64 131072 bf16        # one shape
+//   FEWROW_ONCE=1 ncu --metrics smsp__inst_executed.sum,smsp__cycles_active.avg ./fewrow_floor 64 131072 bf16
+//                                        # each kernel launched once, for ncu (times print as 0)
 //
 // The Performance IV target on these shapes is the limit + 3 us in host time (the limit: the faster copy): where
 // even a skeleton of this structure misses it, the structure cannot meet it; where the skeleton meets it, the
@@ -298,6 +301,13 @@ struct Timing {
 };
 
 Timing time_it(const std::function<void(cudaStream_t)>& call, cudaStream_t stream) {
+  // FEWROW_ONCE=1: one call per variant and no timing (under ncu, so that each kernel is profiled once).
+  static const bool once = std::getenv("FEWROW_ONCE") != nullptr && std::strcmp(std::getenv("FEWROW_ONCE"), "1") == 0;
+  if (once) {
+    call(stream);
+    check(cudaStreamSynchronize(stream), "call");
+    return {0.0, 0.0};
+  }
   cudaEvent_t a, b;
   check(cudaEventCreate(&a), "event");
   check(cudaEventCreate(&b), "event");
@@ -486,7 +496,12 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // ROWS COLS DTYPE: that shape alone (bf16 or fp32); none: every shape below.
+  if (argc != 1 && argc != 4) {
+    std::fprintf(stderr, "usage: %s [ROWS COLS bf16|fp32]\n", argv[0]);
+    return 2;
+  }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "properties");
   std::printf("%s (GPU-%02x%02x%02x%02x), %d SMs\n", prop.name, static_cast<unsigned char>(prop.uuid.bytes[0]),
@@ -494,6 +509,21 @@ int main() {
               static_cast<unsigned char>(prop.uuid.bytes[3]), prop.multiProcessorCount);
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  if (argc == 4) {
+    const std::int64_t rows = std::atoll(argv[1]), cols = std::atoll(argv[2]);
+    if (rows < 1 || cols < 1) {
+      std::fprintf(stderr, "ROWS and COLS must be positive\n");
+      return 2;
+    }
+    if (std::strcmp(argv[3], "bf16") == 0) shape<__nv_bfloat16>("bf16", rows, cols, stream);
+    else if (std::strcmp(argv[3], "fp32") == 0) shape<float>("fp32", rows, cols, stream);
+    else {
+      std::fprintf(stderr, "DTYPE: bf16 or fp32\n");
+      return 2;
+    }
+    std::printf("done\n");
+    return 0;
+  }
   shape<__nv_bfloat16>("bf16", 1, 1048576, stream);
   shape<__nv_bfloat16>("bf16", 64, 131072, stream);
   shape<__nv_bfloat16>("bf16", 32, 128256, stream);
