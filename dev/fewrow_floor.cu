@@ -104,76 +104,19 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-constexpr int max_cluster = 16;
-
-struct Slots {
-  float max[2][max_cluster];
-  float sum[2][max_cluster];
-};
-
-/// The block's (max, sum) of its threads' values, to thread 0 (the max only WithMax).
-template <int Threads, bool WithMax>
-__device__ void block_reduce(float& mx, float& sm, float* warp_max, float* warp_sum) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    if (WithMax) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    sm += __shfl_xor_sync(0xffffffffu, sm, o);
-  }
-  if ((threadIdx.x & 31) == 0) {
-    if (WithMax) warp_max[threadIdx.x / 32] = mx;
-    warp_sum[threadIdx.x / 32] = sm;
-  }
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    if (WithMax) mx = threadIdx.x < Threads / 32 ? warp_max[threadIdx.x] : -INFINITY;
-    sm = threadIdx.x < Threads / 32 ? warp_sum[threadIdx.x] : 0.0f;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      if (WithMax) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      sm += __shfl_xor_sync(0xffffffffu, sm, o);
-    }
-  }
-}
-
-/// One cluster exchange: thread 0 of each block writes the block's (max,) sum into slot [round][rank] of every
-/// block of the cluster (distributed shared memory); after the cluster barrier every thread combines them.
-template <int Threads, bool WithMax, class BeforePublish>
-__device__ void cluster_exchange(cg::cluster_group& cluster, Slots& slots, int round, float& mx, float& sm,
-                                 float* warp_max, float* warp_sum, BeforePublish&& before_publish) {
-  block_reduce<Threads, WithMax>(mx, sm, warp_max, warp_sum);
-  before_publish();
-  const int k = static_cast<int>(cluster.num_blocks());
-  const int rank = static_cast<int>(cluster.block_rank());
-  if (threadIdx.x == 0) {
-    for (int b = 0; b < k; ++b) {
-      Slots* peer = cluster.map_shared_rank(&slots, b);
-      if (WithMax) peer->max[round][rank] = mx;
-      peer->sum[round][rank] = sm;
-    }
-  }
-  cluster.sync();
-  if (WithMax) mx = -INFINITY;
-  sm = 0.0f;
-  for (int b = 0; b < k; ++b) {
-    if (WithMax) mx = fmaxf(mx, slots.max[round][b]);
-    sm += slots.sum[round][b];
-  }
-}
-
 /// One row per cluster; each block's share is `share` elements (a multiple of the vector width) from
 /// rank * share, clipped to cols. Tile: the share in dynamic shared memory by one bulk copy; else registers
 /// (at most Vectors 16-byte vectors a thread). KeepExp (registers only): the exponentials kept for the store.
-/// Async: the exchanges are rss's own (rss::detail::ClusterCombine: st.async into every peer's slots, one
-/// mbarrier a round, no cluster barrier), not cluster.sync() a round.
-template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1, bool Async = false>
+/// The two exchanges are rss's own (rss::detail::ClusterCombine: st.async into every peer's slots, one mbarrier a
+/// round, no cluster barrier): cluster.sync() a round, measured beside it, was 1.1-8.2 us slower (bench/NOTES.md,
+/// long rows step 10), and a floor must not pay more for its exchange than rss does.
+template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1>
 __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64_t cols, std::int64_t share) {
   constexpr int W = Vec<T>::width;
   extern __shared__ __align__(128) unsigned char tile_bytes[];
-  __shared__ Slots slots;
-  __shared__ float warp_max[32], warp_sum[32];
   __shared__ std::uint64_t barrier[Pieces];
   using Combine = rss::detail::ClusterCombine<Threads, rss::detail::Rounds<float2, float>>;
-  __shared__ std::conditional_t<Async, typename Combine::Storage, char> combine_storage;
+  __shared__ typename Combine::Storage combine_storage;
   cg::cluster_group cluster = cg::this_cluster();
   const std::int64_t row = blockIdx.x / cluster.num_blocks();
   const std::int64_t first = static_cast<std::int64_t>(cluster.block_rank()) * share;
@@ -205,16 +148,8 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
       held[u] = v < vectors ? __ldcs(reinterpret_cast<const uint4*>(xr) + v) : make_uint4(0, 0, 0, 0);
     }
   }
-  // Every block of the cluster must have started before its slots are written: arrive now, wait before the
-  // first write (the statistics of the first pass overlap the peers' start and loads).
-  // (Async: the combine's constructor arrives, and its first round waits.)
-  auto started = [&] {
-    if constexpr (Async) return 0;
-    else return cluster.barrier_arrive();
-  }();
-  // Unused (cluster size 1: nothing armed, no arrive) without Async.
-  Combine combine(Async ? static_cast<int>(cluster.num_blocks()) : 1,
-                  *reinterpret_cast<typename Combine::Storage*>(&combine_storage));
+  // Arrives on the cluster's start barrier; its first round waits there (the first pass overlaps the peers' start).
+  Combine combine(static_cast<int>(cluster.num_blocks()), combine_storage);
   // f(u, v, vector) over this thread's vectors (u: the register index, v: the vector's index in the share).
   const auto each = [&](auto&& f) {
     if constexpr (Tile) {
@@ -247,15 +182,10 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
   } else {
     each(stats);
   }
-  if constexpr (Async) {
-    const float2 total = combine.template all_reduce<0>(make_float2(mx, ss), [](const float2& a, const float2& b) {
-      return make_float2(fmaxf(a.x, b.x), a.y + b.y);
-    });
-    mx = total.x, ss = total.y;
-  } else {
-    cluster_exchange<Threads, true>(cluster, slots, 0, mx, ss, warp_max, warp_sum,
-                                    [&] { cluster.barrier_wait(std::move(started)); });
-  }
+  const float2 total = combine.template all_reduce<0>(make_float2(mx, ss), [](const float2& a, const float2& b) {
+    return make_float2(fmaxf(a.x, b.x), a.y + b.y);
+  });
+  mx = total.x, ss = total.y;
   const float k = rsqrtf(ss / static_cast<float>(cols)) * 1.4426950408889634f;  // r log2(e)
   const float offset = -mx * k;
 
@@ -271,12 +201,7 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
       sum += ex;
     }
   });
-  if constexpr (Async) {
-    sum = combine.template all_reduce<1>(sum, [](float a, float b) { return a + b; });
-  } else {
-    float no_max = 0.0f;
-    cluster_exchange<Threads, false>(cluster, slots, 1, no_max, sum, warp_max, warp_sum, [] {});
-  }
+  sum = combine.template all_reduce<1>(sum, [](float a, float b) { return a + b; });
   const float inv = 1.0f / sum;
 
   each([&](int u, int v, const uint4& vec) {
@@ -291,9 +216,7 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
     }
     __stcs(reinterpret_cast<uint4*>(yr) + v, Vec<T>::from_float(f));
   });
-  // No block exits before its peers' last writes into its slots: those came before the second cluster barrier
-  // (Async: before its last wait).
-  combine.finish();
+  combine.finish();  // a block exits after its last wait: every byte pushed to it came before that
 }
 
 struct Timing {
@@ -365,22 +288,21 @@ double row_error(const std::vector<T>& x, const std::vector<T>& y, std::int64_t 
   return worst;
 }
 
-template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1, bool Async = false>
+template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1>
 void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, int cluster, const std::vector<T>& hx,
                       cudaStream_t stream) {
   constexpr int W = Vec<T>::width;
   const std::int64_t per_block = (cols + cluster - 1) / cluster;
   const std::int64_t share = (per_block + W - 1) / W * W;
   const std::int64_t per_thread_vectors = (share / W + Threads - 1) / Threads;
-  const std::string name = std::string(Async ? "async " : "") +
-                           std::string(Tile ? "skeleton tile " : KeepExp ? "skeleton registers, exp kept " : "skeleton registers ") +
+  const std::string name = std::string(Tile ? "skeleton tile " : KeepExp ? "skeleton registers, exp kept " : "skeleton registers ") +
                            std::to_string(Threads) + " x " + std::to_string(per_thread_vectors * W) + " x " + std::to_string(cluster) +
                            (Pieces > 1 ? " in " + std::to_string(Pieces) + " pieces" : "");
   const std::size_t smem = Tile ? static_cast<std::size_t>(share * sizeof(T)) : 0;
   // A register variant runs only where it is the smallest of its kind that holds the share (2, 4 or 8 vectors).
   if (!Tile && (per_thread_vectors > Vectors || (Vectors > 2 && per_thread_vectors <= Vectors / 2 && !KeepExp))) return;
   if (Tile && smem > 227 * 1024) return;
-  auto kernel = skeleton<T, Threads, Vectors, Tile, KeepExp, Pieces, Async>;
+  auto kernel = skeleton<T, Threads, Vectors, Tile, KeepExp, Pieces>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), "smem");
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "cluster 16");
   cudaLaunchConfig_t cfg{};
@@ -412,26 +334,6 @@ void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, in
   std::snprintf(note, sizeof note, "(%d clusters resident, waves %.2f; error %.1e)", resident,
                 static_cast<double>(rows) / resident, row_error(hx, hy, rows, cols));
   report(name, t, note);
-}
-
-/// The skeletons of one shape in clusters of 2, 4, 8 and 16, with one kind of exchange.
-template <class T, bool Async>
-void cluster_variants(const T* x, T* y, std::int64_t rows, std::int64_t cols, const std::vector<T>& hx,
-                      cudaStream_t stream) {
-  // Clusters of 2 and 4 too: fewer, larger shares (a 16-bit tile of 128 KB a block on 64 x 131072), one wave.
-  for (const int cluster : {2, 4, 8, 16}) {
-    skeleton_variant<T, 512, 1, true, false, 4, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 256, 1, true, false, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 512, 1, true, false, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 256, 8, false, false, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 512, 8, false, false, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 256, 4, false, false, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 512, 4, false, false, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 512, 2, false, false, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 256, 8, false, true, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 512, 4, false, true, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-    skeleton_variant<T, 256, 4, false, true, 1, Async>(x, y, rows, cols, cluster, hx, stream);
-  }
 }
 
 template <class T>
@@ -488,8 +390,20 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
     cudaFree(y);
     return;
   }
-  cluster_variants<T, false>(x, y, rows, cols, hx, stream);
-  cluster_variants<T, true>(x, y, rows, cols, hx, stream);
+  // Clusters of 2 and 4 too: fewer, larger shares (a 16-bit tile of 128 KB a block on 64 x 131072), one wave.
+  for (const int cluster : {2, 4, 8, 16}) {
+    skeleton_variant<T, 512, 1, true, false, 4>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 4, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 4, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 2, false, false>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 8, false, true>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 512, 4, false, true>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 4, false, true>(x, y, rows, cols, cluster, hx, stream);
+  }
   cudaFree(x);
   cudaFree(y);
 }
