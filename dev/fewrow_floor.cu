@@ -366,17 +366,41 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
            (void)rss::rms_scaled_softmax<T>(rss::Strategy::automatic, x, y, rows, cols, ws, ws_bytes, s);
          }, stream));
   if (ws != nullptr) cudaFree(ws);
-  // cluster_row's shared-memory tiles of 512 x 64 in 16-block clusters (its largest).
-  for (const int elems : {64}) {
-    const rss::Config tile{rss::Strategy::cluster_row, {512, elems, 16, rss::RowResidence::shared_memory}};
-    if (!rss::ok(rss::rms_scaled_softmax<T>(tile, x, y, rows, cols, nullptr, 0, stream))) continue;
+  rss::LaunchList launches;
+  if (rss::ok(rss::describe_launches<T>(rss::Config{rss::Strategy::automatic}, rows, cols, &launches))) {
+    for (int i = 0; i < launches.size; ++i) {
+      const rss::LaunchInfo& l = launches.items[i];
+      std::printf("    automatic runs %s: %u blocks of %u, clusters of %d, %zu B dynamic shared, %d blocks per SM\n", l.kernel,
+                  l.grid, l.block, l.cluster_size, l.shared_bytes, l.blocks_per_sm);
+    }
+  }
+  // cluster_row in the skeletons' geometries (threads x elems x cluster, tile or registers): the same work per
+  // block, so the difference to a skeleton below is the implementation's.
+  struct Geometry {
+    int threads, elems, cluster;
+    rss::RowResidence residence;
+  };
+  const Geometry geometries[] = {
+      {256, 64, 8, rss::RowResidence::shared_memory}, {256, 128, 4, rss::RowResidence::shared_memory},
+      {512, 128, 2, rss::RowResidence::shared_memory}, {256, 32, 16, rss::RowResidence::shared_memory},
+      {512, 64, 16, rss::RowResidence::shared_memory}, {256, 32, 16, rss::RowResidence::registers},
+      {256, 64, 8, rss::RowResidence::registers},      {512, 32, 8, rss::RowResidence::registers}};
+  for (const Geometry& g : geometries) {
+    const rss::Config config{rss::Strategy::cluster_row, {g.threads, g.elems, g.cluster, g.residence}};
+    const std::string name = std::string("rss cluster_row ") + (g.residence == rss::RowResidence::shared_memory ? "tile " : "registers ") +
+                             std::to_string(g.threads) + " x " + std::to_string(g.elems) + " x " + std::to_string(g.cluster);
+    const rss::Status refused = rss::rms_scaled_softmax<T>(config, x, y, rows, cols, nullptr, 0, stream);
+    if (!rss::ok(refused)) {
+      std::printf("  %-44s refused: %s\n", name.c_str(), rss::status_message(refused));
+      continue;
+    }
     check(cudaMemsetAsync(y, 0xFF, n * sizeof(T), stream), "poison");
-    const Timing t = time_it([&](cudaStream_t s) { (void)rss::rms_scaled_softmax<T>(tile, x, y, rows, cols, nullptr, 0, s); }, stream);
+    const Timing t = time_it([&](cudaStream_t s) { (void)rss::rms_scaled_softmax<T>(config, x, y, rows, cols, nullptr, 0, s); }, stream);
     std::vector<T> hy(n);
     check(cudaMemcpy(hy.data(), y, n * sizeof(T), cudaMemcpyDeviceToHost), "y");
     char note[64];
     std::snprintf(note, sizeof note, "(error %.1e)", row_error(hx, hy, rows, cols));
-    report("rss cluster_row shared 512 x " + std::to_string(elems) + " x 16", t, note);
+    report(name, t, note);
   }
 
   if (cols >= (1 << 20)) {  // a single long row: one 16-block cluster of tiles, loaded whole or in pieces
