@@ -74,14 +74,15 @@ TEST_CASE("cluster_row's default configuration: 64 bytes per thread in one block
   CHECK(plan_for(16384, 8192).config == ClusterConfig{512, 16, 1});
   CHECK(plan_for(16384, 8192, DType::bf16).config == ClusterConfig{256, 32, 1});
   CHECK(plan_for(4096, 4096, DType::bf16).config == ClusterConfig{128, 32, 1});
-  CHECK(plan_for(4096, 32768).config == ClusterConfig{512, 32, 2});
-  CHECK(plan_for(64, 131072).config == ClusterConfig{512, 32, 8});
-  CHECK(plan_for(64, 131072, DType::bf16).config == ClusterConfig{512, 32, 8});
+  // Rows of more than 32 KB in registers (many of them default to tiles: the test case below).
+  CHECK(rss::default_cluster_config(32768, DType::fp32, 16) == ClusterConfig{512, 32, 2});
+  CHECK(rss::default_cluster_config(131072, DType::fp32, 16) == ClusterConfig{512, 32, 8});
+  CHECK(rss::default_cluster_config(131072, DType::bf16, 16) == ClusterConfig{512, 32, 8});
   CHECK(plan_for(1, 131072).config == ClusterConfig{512, 32, 8});
-  const ClusterPlan vocab = plan_for(32, 128256);
+  const ClusterPlan vocab = plan_for(8, 128256);
   CHECK(vocab.config == ClusterConfig{512, 32, 8});
   CHECK(vocab.chunk_elems == 16032);
-  CHECK(vocab.grid_blocks == 32 * 8);
+  CHECK(vocab.grid_blocks == 8 * 8);
   // Short rows: the fewest elements per thread that hold the row.
   CHECK(plan_for(10, 1000).config == ClusterConfig{256, 4, 1});
   CHECK(plan_for(10, 1000, DType::bf16).config == ClusterConfig{256, 8, 1});
@@ -422,4 +423,42 @@ TEST_CASE("shipped tuning tables are found by compute capability, SM count and m
   const rss::AutoChoice long_fp16 = rss::automatic_choice(d, 1, 4194304, DType::fp16);
   CHECK(long_fp16.from_table);
   CHECK(long_fp16.config.strategy == Strategy::long_row);
+}
+
+TEST_CASE("many long rows default to shared-memory tiles: 128 bytes a thread, 512 threads while they fill four waves",
+          "[planner][cluster_row][auto]") {
+  const rss::DeviceInfo h200 = rss::h200_device_info();  // 132 SMs, clusters of up to 16
+  const auto planned = [&](std::int64_t rows, std::int64_t cols, DType dtype) {
+    ClusterPlan plan;
+    REQUIRE(rss::plan_cluster_row(h200, rows, cols, dtype, nullptr, &plan) == Status::success);
+    return plan.config;
+  };
+  const auto tile = [](int threads, int elems, int cluster) {
+    return ClusterConfig{threads, elems, cluster, rss::RowResidence::shared_memory};
+  };
+  for (DType dtype : {DType::bf16, DType::fp16}) {
+    CAPTURE(rss::dtype_name(dtype));
+    CHECK(planned(64, 131072, dtype) == tile(256, 64, 8));
+    CHECK(planned(32, 128256, dtype) == tile(256, 64, 8));
+    CHECK(planned(32, 256000, dtype) == tile(256, 64, 16));
+    CHECK(planned(4096, 32768, dtype) == tile(512, 64, 1));
+    // Few rows (clusters fewer than SMs) and rows of 32 KB or less stay in registers.
+    CHECK(planned(8, 131072, dtype) == ClusterConfig{512, 32, 8});
+    CHECK(planned(1, 262144, dtype) == ClusterConfig{512, 32, 16});
+    CHECK(planned(16384, 8192, dtype).residence == rss::RowResidence::registers);
+    CHECK(planned(16384, 16384, dtype).residence == rss::RowResidence::registers);  // 32 KB
+  }
+  CHECK(planned(64, 131072, DType::fp32) == tile(256, 32, 16));
+  CHECK(planned(32, 128256, DType::fp32) == tile(256, 32, 16));
+  CHECK(planned(32, 256000, DType::fp32) == tile(256, 64, 16));  // 32 elements would take 32 blocks
+  CHECK(planned(4096, 32768, DType::fp32) == tile(512, 32, 2));
+  CHECK(planned(16384, 8192, DType::fp32).residence == rss::RowResidence::registers);  // 32 KB
+  // The boundary: clusters of 8 for rows of 131072, so 16 rows are 128 clusters (registers), 17 are 136 (tiles).
+  CHECK(planned(16, 131072, DType::bf16).residence == rss::RowResidence::registers);
+  CHECK(planned(17, 131072, DType::bf16) == tile(256, 64, 8));
+  // A caller's configuration wins over the default.
+  const ClusterConfig registers{512, 32, 8};
+  ClusterPlan plan;
+  REQUIRE(rss::plan_cluster_row(h200, 64, 131072, DType::bf16, &registers, &plan) == Status::success);
+  CHECK(plan.config == registers);
 }

@@ -98,6 +98,33 @@ constexpr ClusterConfig default_cluster_config(std::int64_t cols, DType dtype, i
                           cols, dtype, max_cluster_size);
 }
 
+/// The default residence for many long rows: a shared-memory tile where the register rule's clusters outnumber
+/// the SMs (rows x blocks > sm_count) and a row takes more than 32 KB (the register rule's 128 bytes a thread).
+/// A tile costs no registers per element, so more blocks, and so more loads, share an SM, and a row needs fewer
+/// blocks: 128 bytes a thread (64 elements of 16 bits, 32 of fp32; 256 bytes where that takes more than 16
+/// blocks), in blocks of 512 threads while rows x blocks fill four waves of one block per SM, else of 256 (more,
+/// smaller blocks). On the H200 pilot's records (bench/NOTES.md, "Tiles by default") this is the best
+/// configuration or within 3.1% of it on 64 x 131072, 32 x 128256 and 32 x 256000 of every storage type and
+/// 4096 x 32768 (10-30% faster than registers, 1.2% for fp32 4096 x 32768), while 8 x 131072 and fewer rows ran
+/// 2-5% slower in tiles. An empty configuration where the rule does not apply or no tile holds the row.
+constexpr ClusterConfig default_tile_config(std::int64_t rows, std::int64_t cols, DType dtype, int max_cluster_size,
+                                            int sm_count) noexcept {
+  const ClusterConfig in_registers = default_cluster_config(cols, dtype, max_cluster_size);
+  const int bytes = dtype_bytes(dtype);
+  if (in_registers.empty() || cols * bytes <= 512 * 64 || rows * in_registers.cluster_size <= sm_count) return {};
+  for (const int per_thread : {128, 256}) {
+    const int elems = per_thread / bytes;
+    if (!ForwardSharedConfigs::ElemList::has(elems)) continue;
+    const std::int64_t blocks512 = (cols + 512 * elems - 1) / (512 * elems);
+    if (blocks512 <= max_cluster_size && rows * blocks512 >= 4 * static_cast<std::int64_t>(sm_count)) {
+      return {512, elems, static_cast<int>(blocks512), RowResidence::shared_memory};
+    }
+    const std::int64_t blocks256 = (cols + 256 * elems - 1) / (256 * elems);
+    if (blocks256 <= max_cluster_size) return {256, elems, static_cast<int>(blocks256), RowResidence::shared_memory};
+  }
+  return {};
+}
+
 /// Plans cluster_row. `preferred` (may be null: the default configuration) comes from a tuning table or a
 /// caller: used as given, or refused (invalid_strategy when it is not instantiated, not_admissible when it
 /// does not hold the row). Also null_pointer, negative_size, size_overflow, unsupported_device (no
@@ -105,8 +132,9 @@ constexpr ClusterConfig default_cluster_config(std::int64_t cols, DType dtype, i
 inline Status plan_cluster_row(const DeviceInfo& device, std::int64_t rows, std::int64_t cols, DType dtype,
                                const ClusterConfig* preferred, ClusterPlan* out) noexcept {
   const int max_cluster = device.sm_count < 1 ? 0 : device.max_cluster_size;
+  const ClusterConfig tile = default_tile_config(rows, cols, dtype, max_cluster, device.sm_count);
   return plan_clusters(
-      rows, cols, dtype, max_cluster, default_cluster_config(cols, dtype, max_cluster), preferred,
+      rows, cols, dtype, max_cluster, tile.empty() ? default_cluster_config(cols, dtype, max_cluster) : tile, preferred,
       [&](const ClusterConfig& c) { return cluster_config_fits(c, cols, dtype, max_cluster); },
       [&](const ClusterConfig& c) { return cluster_config_instantiated(c, dtype); }, out);
 }
