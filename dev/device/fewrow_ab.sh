@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A/B of dev/fewrow_floor.cu between HEAD and HEAD with the pending patches, on the few-row shapes.
+#   dev/device/fewrow_ab.sh build [PATCH.mbox...]   here (no GPU; about 3 minutes on two cores): both binaries,
+#                                                   xz-packed into .device/few/ with this script beside them
+#   bash .device/few/fewrow_ab.sh run               on the GPU machine (device tool, carry .device/few; about
+#                                                   2 minutes): A B B A per shape (64 x 131072, 32 x 128256 in bf16
+#                                                   and fp32), then ncu of both 256 x 64 x 8 bf16 tile kernels; logs
+#                                                   to $OUT
+# The patches default to every dev/pending/*.mbox.
+set -euo pipefail
+case "${1-}" in
+  build)
+    shift
+    cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+    root=$PWD
+    command -v nvcc >/dev/null 2>&1 || export PATH="/usr/local/cuda/bin:$PATH"
+    patches=("$@")
+    if [ ${#patches[@]} -eq 0 ]; then
+      shopt -s nullglob
+      patches=(dev/pending/*.mbox)
+    fi
+    work=$(mktemp -d "${TMPDIR:-/tmp}/rss-fewrow.XXXXXX")
+    trap 'git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+    git worktree add --detach "$work/tree" HEAD >/dev/null
+    for p in "${patches[@]}"; do git -C "$work/tree" -c user.name=rss -c user.email=rss@localhost am -3 -q "$root/$p"; done
+    mkdir -p .device/few
+    flags=(-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a)
+    nvcc "${flags[@]}" -I include -I bench dev/fewrow_floor.cu -o "$work/head" &
+    nvcc "${flags[@]}" -I "$work/tree/include" -I "$work/tree/bench" "$work/tree/dev/fewrow_floor.cu" -o "$work/new"
+    wait
+    for b in head new; do xz -9 -c "$work/$b" > ".device/few/ff_$b.xz"; done
+    { git log --oneline -1; git -C "$work/tree" log --oneline -n $((${#patches[@]} + 1)); } > .device/few/commits.txt
+    cp "${BASH_SOURCE[0]}" .device/few/fewrow_ab.sh
+    echo "packed .device/few: $(du -sh .device/few | cut -f1)"
+    ;;
+  run)
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    out=${OUT:-/tmp/out}
+    mkdir -p "$out"
+    for b in head new; do xz -dc "$here/ff_$b.xz" > "/tmp/ff_$b" && chmod +x "/tmp/ff_$b"; done
+    nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+    cat "$here/commits.txt" | tee -a "$out/gpu.txt"
+    for s in "64 131072 bf16" "32 128256 bf16" "64 131072 fp32" "32 128256 fp32"; do
+      for b in head new new head; do
+        echo "== $b $s" >> "$out/ab.log"
+        timeout 60 "/tmp/ff_$b" $s >> "$out/ab.log" 2>&1
+        echo "exit $?" >> "$out/ab.log"
+      done
+    done
+    grep -E "^== |cudaMemcpy|blocked|automatic runs|rss |async skeleton tile 256 x 64 x 8 |exit [^0]" "$out/ab.log" | cut -c1-120
+    for b in head new; do
+      FEWROW_ONCE=1 timeout 100 ncu --kernel-name-base mangled -k 'regex:tile_row_kernel.*bfloat16.*Li256ELNS_3FitE1ELi1E' \
+        -c 1 --section SpeedOfLight --section InstructionStats --section WarpStateStats --csv "/tmp/ff_$b" 64 131072 bf16 \
+        > "$out/ncu_$b.csv" 2>&1
+      echo "ncu $b: exit $?"
+      grep -E '"Duration"|"Executed Instructions"|"Issue Slots Busy"' "$out/ncu_$b.csv" | cut -c1-300
+    done
+    ;;
+  *)
+    sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"
+    [ "${1-}" = -h ] || [ "${1-}" = --help ]
+    ;;
+esac
