@@ -4,8 +4,8 @@
 #                                                   xz-packed into .device/few/ with this script beside them
 #   bash .device/few/fewrow_ab.sh run               on the GPU machine (device tool, carry .device/few; about
 #                                                   2 minutes): A B B A per shape (64 x 131072, 32 x 128256 in bf16
-#                                                   and fp32), then ncu of both 256 x 64 x 8 bf16 tile kernels; logs
-#                                                   to $OUT
+#                                                   and fp32, or SHAPES="ROWS COLS TYPE;..."), then ncu of both
+#                                                   256 x 64 x 8 bf16 tile kernels (NCU=0: none); logs to $OUT
 # The patches default to every dev/pending/*.mbox.
 set -euo pipefail
 case "${1-}" in
@@ -40,7 +40,8 @@ case "${1-}" in
     for b in head new; do xz -dc "$here/ff_$b.xz" > "/tmp/ff_$b" && chmod +x "/tmp/ff_$b"; done
     nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee "$out/gpu.txt"
     cat "$here/commits.txt" | tee -a "$out/gpu.txt"
-    for s in "64 131072 bf16" "32 128256 bf16" "64 131072 fp32" "32 128256 fp32"; do
+    IFS=';' read -r -a shapes <<< "${SHAPES:-64 131072 bf16;32 128256 bf16;64 131072 fp32;32 128256 fp32}"
+    for s in "${shapes[@]}"; do
       for b in head new new head; do
         echo "== $b $s" >> "$out/ab.log"
         timeout 60 "/tmp/ff_$b" $s >> "$out/ab.log" 2>&1
@@ -48,6 +49,7 @@ case "${1-}" in
       done
     done
     grep -E "^== |cudaMemcpy|blocked|automatic runs|rss |async skeleton tile 256 x 64 x 8 |exit [^0]" "$out/ab.log" | cut -c1-120
+    [ "${NCU:-1}" = 0 ] && exit 0
     for b in head new; do
       FEWROW_ONCE=1 timeout 100 ncu --kernel-name-base mangled -k 'regex:tile_row_kernel.*bfloat16.*Li256ELNS_3FitE1ELi1E' \
         -c 1 --section SpeedOfLight --section InstructionStats --section WarpStateStats --csv "/tmp/ff_$b" 64 131072 bf16 \
