@@ -456,6 +456,10 @@ TEST_CASE("many long rows default to shared-memory tiles: 128 bytes a thread, 51
   // The boundary: clusters of 8 for rows of 131072, so 16 rows are 128 clusters (registers), 17 are 136 (tiles).
   CHECK(planned(16, 131072, DType::bf16).residence == rss::RowResidence::registers);
   CHECK(planned(17, 131072, DType::bf16) == tile(256, 64, 8));
+  // Rows that are not whole 16-byte vectors stay in registers (a tile would load them element by element).
+  CHECK(planned(64, 131071, DType::bf16).residence == rss::RowResidence::registers);
+  CHECK(planned(64, 131074, DType::fp32).residence == rss::RowResidence::registers);
+  CHECK(planned(64, 131080, DType::bf16) == tile(256, 64, 9));
   // A caller's configuration wins over the default.
   const ClusterConfig registers{512, 32, 8};
   ClusterPlan plan;

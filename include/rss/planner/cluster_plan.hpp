@@ -106,12 +106,17 @@ constexpr ClusterConfig default_cluster_config(std::int64_t cols, DType dtype, i
 /// smaller blocks). On the H200 pilot's records (bench/NOTES.md, "Tiles by default") this is the best
 /// configuration or within 3.1% of it on 64 x 131072, 32 x 128256 and 32 x 256000 of every storage type and
 /// 4096 x 32768 (10-30% faster than registers, 1.2% for fp32 4096 x 32768), while 8 x 131072 and fewer rows ran
-/// 2-5% slower in tiles. An empty configuration where the rule does not apply or no tile holds the row.
+/// 2-5% slower in tiles. Rows of whole 16-byte vectors only: a tile loads anything else element by element (the
+/// register kernels keep whole vectors on the row's aligned grid). An empty configuration where the rule does not
+/// apply or no tile holds the row.
 constexpr ClusterConfig default_tile_config(std::int64_t rows, std::int64_t cols, DType dtype, int max_cluster_size,
                                             int sm_count) noexcept {
   const ClusterConfig in_registers = default_cluster_config(cols, dtype, max_cluster_size);
   const int bytes = dtype_bytes(dtype);
-  if (in_registers.empty() || cols * bytes <= 512 * 64 || rows * in_registers.cluster_size <= sm_count) return {};
+  if (in_registers.empty() || cols % (16 / bytes) != 0 || cols * bytes <= 512 * 64 ||
+      rows * in_registers.cluster_size <= sm_count) {
+    return {};
+  }
   for (const int per_thread : {128, 256}) {
     const int elems = per_thread / bytes;
     if (!ForwardSharedConfigs::ElemList::has(elems)) continue;
