@@ -466,3 +466,13 @@ TEST_CASE("many long rows default to shared-memory tiles: 128 bytes a thread, 51
   REQUIRE(rss::plan_cluster_row(h200, 64, 131072, DType::bf16, &registers, &plan) == Status::success);
   CHECK(plan.config == registers);
 }
+
+TEST_CASE("the tile default's row count test does not overflow on the largest shapes", "[planner][cluster_row]") {
+  ClusterPlan plan;
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  // rows x 8 blocks would overflow int64: the shape check refuses the shape, the default rule does not trap first.
+  CHECK(rss::plan_cluster_row(rss::h200_device_info(), max / 4, 131072, DType::bf16, nullptr, &plan) ==
+        Status::size_overflow);
+  CHECK(rss::default_tile_config(max / 4, 131072, DType::bf16, 16, 132) ==
+        ClusterConfig{512, 64, 4, rss::RowResidence::shared_memory});
+}

@@ -113,15 +113,16 @@ constexpr ClusterConfig default_tile_config(std::int64_t rows, std::int64_t cols
                                             int sm_count) noexcept {
   const ClusterConfig in_registers = default_cluster_config(cols, dtype, max_cluster_size);
   const int bytes = dtype_bytes(dtype);
-  if (in_registers.empty() || cols % (16 / bytes) != 0 || cols * bytes <= 512 * 64 ||
-      rows * in_registers.cluster_size <= sm_count) {
+  // rows x blocks compared by division: rows may be as large as the shape check allows.
+  if (in_registers.empty() || cols % (16 / bytes) != 0 || cols * bytes <= 512 * 64 || sm_count < 1 ||
+      rows <= sm_count / in_registers.cluster_size) {
     return {};
   }
   for (const int per_thread : {128, 256}) {
     const int elems = per_thread / bytes;
     if (!ForwardSharedConfigs::ElemList::has(elems)) continue;
     const std::int64_t blocks512 = (cols + 512 * elems - 1) / (512 * elems);
-    if (blocks512 <= max_cluster_size && rows * blocks512 >= 4 * static_cast<std::int64_t>(sm_count)) {
+    if (blocks512 <= max_cluster_size && rows >= (4 * static_cast<std::int64_t>(sm_count) + blocks512 - 1) / blocks512) {
       return {512, elems, static_cast<int>(blocks512), RowResidence::shared_memory};
     }
     const std::int64_t blocks256 = (cols + 256 * elems - 1) / (256 * elems);
