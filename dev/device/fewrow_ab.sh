@@ -30,7 +30,7 @@ case "${1-}" in
     wait
     for b in head new; do xz -9 -c "$work/$b" > ".device/few/ff_$b.xz"; done
     { git log --oneline -1; git -C "$work/tree" log --oneline -n $((${#patches[@]} + 1)); } > .device/few/commits.txt
-    cp "${BASH_SOURCE[0]}" .device/few/fewrow_ab.sh
+    cp "$root/dev/device/fewrow_ab.sh" .device/few/fewrow_ab.sh
     echo "packed .device/few: $(du -sh .device/few | cut -f1)"
     ;;
   run)
