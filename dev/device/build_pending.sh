@@ -12,21 +12,9 @@
 set -euo pipefail
 case "${1-}" in -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-root=$PWD
 command -v nvcc >/dev/null 2>&1 || export PATH="/usr/local/cuda/bin:$PATH"
-patches=("$@")
-if [ ${#patches[@]} -eq 0 ]; then
-  shopt -s nullglob
-  patches=(dev/pending/*.mbox)
-fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/rss-pending.XXXXXX")
-trap 'git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-git worktree add --detach "$work/tree" HEAD >/dev/null
-for p in "${patches[@]}"; do
-  echo "applying $p"
-  git -C "$work/tree" -c user.name=rss -c user.email=rss@localhost am -3 -q "$root/$p"
-done
-tree=$work/tree
+source dev/device/pending_tree.sh
+pending_tree pending "$@"
 cmake -S "$tree" -B "$tree/build" -DCMAKE_CUDA_ARCHITECTURES=90 -DRSS_REPORT_SPILLS=ON > "$work/configure.log"
 cmake --build "$tree/build" -j "$(nproc)" --target rss_gpu_tests rss_backward_gpu_tests rss_sharded_gpu_tests \
   rss_gpu_long_row_tests rss_gpu_long_row_wait_test \

@@ -12,24 +12,16 @@ case "${1-}" in
   build)
     shift
     cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-    root=$PWD
     command -v nvcc >/dev/null 2>&1 || export PATH="/usr/local/cuda/bin:$PATH"
-    patches=("$@")
-    if [ ${#patches[@]} -eq 0 ]; then
-      shopt -s nullglob
-      patches=(dev/pending/*.mbox)
-    fi
-    work=$(mktemp -d "${TMPDIR:-/tmp}/rss-fewrow.XXXXXX")
-    trap 'git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
-    git worktree add --detach "$work/tree" HEAD >/dev/null
-    for p in "${patches[@]}"; do git -C "$work/tree" -c user.name=rss -c user.email=rss@localhost am -3 -q "$root/$p"; done
+    source dev/device/pending_tree.sh
+    pending_tree fewrow "$@"
     mkdir -p .device/few
     flags=(-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a)
     nvcc "${flags[@]}" -I include -I bench dev/fewrow_floor.cu -o "$work/head" &
-    nvcc "${flags[@]}" -I "$work/tree/include" -I "$work/tree/bench" "$work/tree/dev/fewrow_floor.cu" -o "$work/new"
+    nvcc "${flags[@]}" -I "$tree/include" -I "$tree/bench" "$tree/dev/fewrow_floor.cu" -o "$work/new"
     wait
     for b in head new; do xz -9 -c "$work/$b" > ".device/few/ff_$b.xz"; done
-    { git log --oneline -1; git -C "$work/tree" log --oneline -n $((${#patches[@]} + 1)); } > .device/few/commits.txt
+    { git log --oneline -1; git -C "$tree" log --oneline -n $((${#patches[@]} + 1)); } > .device/few/commits.txt
     cp "$root/dev/device/fewrow_ab.sh" .device/few/fewrow_ab.sh
     echo "packed .device/few: $(du -sh .device/few | cut -f1)"
     ;;
