@@ -77,12 +77,26 @@ struct ForwardRow {
     // In registers the exponentials stay in the registers that held x, as fp32 for every storage type.
     // Keeping 16-bit x as stored and recomputing the exponentials for the output saved nothing: ptxas kept
     // the converted floats alive anyway (bf16 512 x 32 `vectors`: 90 registers, 1 block per SM, against 64
-    // and 2), and it paid every exponential twice (bench/NOTES.md). A tile recomputes them.
-    const auto exps = share.keep(x, [&](float v) { return scale.exp_of(v); });
-    const float total = combine.template all_reduce<1>(share.sum(exps), SumFloat{});
-    const float inv_sum = 1.0f / total;
-    share.store(p.y + row * p.ld_y + begin, exps, [&](float e) { return e * inv_sum; });
-    Statistics::write(p.stats, row, leader, {scale.max, scale.inv_rms, total});
+    // and 2), and it paid every exponential twice (bench/NOTES.md). A tile recomputes them. What computes
+    // exponentials is compiled once per form (RowScale::visit): in registers the keep alone (the rest once:
+    // compiled twice, the 16- and 32-element kernels spilled), over a tile the whole second round.
+    T* const y = p.y + row * p.ld_y + begin;
+    float total;
+    if constexpr (Share::in_registers) {
+      const auto exps = scale.visit([&](const auto& exp_of) { return share.keep(x, exp_of); });
+      total = combine.template all_reduce<1>(share.sum(exps), SumFloat{});
+      const float inv_sum = 1.0f / total;
+      share.store(y, exps, [&](float e) { return e * inv_sum; });
+    } else {
+      total = scale.visit([&](const auto& exp_of) {
+        const auto exps = share.keep(x, exp_of);
+        const float sum = combine.template all_reduce<1>(share.sum(exps), SumFloat{});
+        const float inv_sum = 1.0f / sum;
+        share.store(y, exps, [&](float e) { return e * inv_sum; });
+        return sum;
+      });
+    }
+    Statistics::write(p.stats, row, leader, {scale.max, scale.inv_rms, scale.true_sum(total)});
   }
 };
 

@@ -113,8 +113,15 @@ __global__ void __launch_bounds__(Threads, (min_blocks_per_sm<Program, Scope, Th
 /// element by element, by every thread, when its turn comes. With two tiles the copy engine loads the
 /// block's next row into one tile while the block works on the other, so loads stay in flight through the
 /// reductions and the stores; the host then launches only the clusters that stay resident.
+/// The register budget: unbounded, ptxas gave the `vectors` tiles that write statistics 64 registers (two
+/// 512-thread blocks per SM where a 64 KB tile admits three), and with a bound of one block `checked` tiles up
+/// to 96. 40 (six blocks of 256, three of 512) holds every `vectors` tile without spills; `checked` tiles
+/// spill there and get 64 (four blocks of 256, two of 512).
+template <int Threads, Fit F>
+inline constexpr int tile_min_blocks_per_sm = (F == Fit::checked ? 1024 : 1536) / Threads;
+
 template <class Program, class Scope, int Threads, Fit F, int Tiles>
-__global__ void __launch_bounds__(Threads)
+__global__ void __launch_bounds__(Threads, (tile_min_blocks_per_sm<Threads, F>))
     tile_row_kernel(typename Program::Params p, typename Scope::Params scope, RowSplit s) {
   static_assert(Tiles == 1 || Tiles == 2);
 #if RSS_CLUSTER_DEVICE_CODE

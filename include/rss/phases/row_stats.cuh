@@ -88,22 +88,57 @@ struct CombineRowStats {
   }
 };
 
-/// Row constants of phases 2 and 3: exp(r (x - m)) is evaluated as exp2(((x - m) / 4) (4 c)), c = r log2(e).
-/// The difference is formed first, so that x = m gives exactly 1 and every exponent's error is relative to
-/// itself: the fused form x c - m c had an absolute error of about u |m c| (up to 3e-5 on rows of 131072),
-/// which moved the row's sum while y, normalised by that same sum, stayed right. The factor 4 (exact in
-/// binary) keeps (x - m) / 4 finite for |x| up to FLT_MAX and 4 c a normal float where c alone would be
-/// subnormal. The exponential is the hardware's ex2.approx (the same MUFU.EX2 that exp2f runs, without
-/// exp2f's fix-ups for subnormal results: those flush to 0, a weight of at most 2^-126 against a sum >= 1).
+/// Row constants of phases 2 and 3: exp(r (x - m)) = exp2(t), t = (x - m) c, c = r log2(e), in one of two forms.
+///   Scaled (every row; exp_of): t = ((x - m) / 4) (4 c). The difference is formed first, so that x = m gives
+///     exactly 1 and every exponent's error is relative to itself. The factor 4 (exact in binary) keeps
+///     (x - m) / 4 finite for |x| up to FLT_MAX and 4 c a normal float where c alone would be subnormal (and a
+///     caller's flush-to-zero, -ftz=true, would make it 0).
+///   Fused (where c is a normal float: every finite row whose RMS is below about 1.2e38): t = fl(x c + fl(-m c)),
+///     one FFMA instead of an FMA and an FMUL. x c is exact inside the FFMA, so t's error is its own rounding
+///     plus the rounding e of fl(-m c), the same for every element: every exponential is scaled by 2^-e, which y,
+///     normalised by their sum, does not see, and which the sum does (u |m c| is up to 3e-5 on rows of 131072):
+///     true_sum() takes it out of the sum a forward saves.
+/// visit() hands a pass the row's form; a pass so compiled once per form saves the FMUL where a test per element
+/// would not (nvcc unswitched a tile's sum loop on such a test, not its store loop; bench/NOTES.md).
+/// The exponential is the hardware's ex2.approx (the same MUFU.EX2 that exp2f runs, without exp2f's fix-ups for
+/// subnormal results: those flush to 0, a weight of at most 2^-126 against a sum of about 1 or more).
 struct RowScale {
   float max;
   float inv_rms;
-  float exp2_scale;   // 4 c
-  float exp2_offset;  // -m / 4
+  float exp2_scale;    // 4 c
+  float exp2_offset;   // -m / 4
+  float fused_scale;   // c where it is a normal float, else 0 (the scaled form only)
+  float fused_offset;  // fl(-m c)
 
-  __device__ __forceinline__ float exp_of(float x) const {
-    return fast_exp2(fmaf(x, 0.25f, exp2_offset) * exp2_scale);
+  struct ScaledExp {
+    float scale, offset;
+    __device__ __forceinline__ float operator()(float x) const { return fast_exp2(fmaf(x, 0.25f, offset) * scale); }
+    /// The sum of exp(r (x - m)) from the sum of these exponentials: the same.
+    __host__ __device__ float true_sum(float total) const { return total; }
+  };
+  struct FusedExp {
+    float scale, offset, max;
+    __device__ __forceinline__ float operator()(float x) const { return fast_exp2(fmaf(x, scale, offset)); }
+    /// total 2^e, e = -m c - fl(-m c) exactly (an FMA gives a product's rounding error), |e| <= 2^-24 |m c|, so
+    /// 2^e = 1 + e ln 2 to fp32 precision.
+    __host__ __device__ float true_sum(float total) const {
+      return fmaf(total, fmaf(-max, scale, -offset) * 0.69314718f, total);
+    }
+  };
+
+  /// The sum of exp(r (x - m)) from the sum of the exponentials of visit()'s form.
+  __host__ __device__ float true_sum(float total) const {
+    return fused_scale != 0.0f ? FusedExp{fused_scale, fused_offset, max}.true_sum(total) : total;
   }
+  /// The scaled form's exponential: valid for every row.
+  __device__ __forceinline__ float exp_of(float x) const { return ScaledExp{exp2_scale, exp2_offset}(x); }
+  /// f(exp), exp the row's fused form where it has one, else its scaled form: f is compiled for both.
+  template <class F>
+  __device__ __forceinline__ decltype(auto) visit(F&& f) const {
+    if (fused_scale != 0.0f) return f(FusedExp{fused_scale, fused_offset, max});
+    return f(ScaledExp{exp2_scale, exp2_offset});
+  }
+
   __device__ __forceinline__ static float fast_exp2(float t) {
     float r;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
@@ -113,12 +148,19 @@ struct RowScale {
 
 inline constexpr float rms_epsilon = 1e-5f;
 
-/// The constants of exp_of from a row's maximum and its inverse RMS as stored (fp32): the forward and a
-/// backward that recomputes y from saved statistics derive them the same way, so their exponentials agree
-/// bit for bit.
+/// The constants of both forms from a row's maximum and its inverse RMS as stored (fp32): the forward and a
+/// backward that recomputes y from saved statistics derive them the same way, so their exponentials of the
+/// scaled form agree bit for bit.
 __host__ __device__ inline RowScale row_scale_of(float max, float inv_rms) {
-  const double scale4 = static_cast<double>(inv_rms) * (4.0 * 1.4426950408889634);
-  return {max, inv_rms, static_cast<float>(scale4), -0.25f * max};
+  const double c = static_cast<double>(inv_rms) * 1.4426950408889634;
+  const auto c_float = static_cast<float>(c);
+  const bool normal = c_float >= 1.17549435e-38f;  // FLT_MIN; false for 0 and NaN (non-finite rows)
+  return {max,
+          inv_rms,
+          static_cast<float>(c * 4.0),
+          -0.25f * max,
+          normal ? c_float : 0.0f,
+          normal ? -max * c_float : 0.0f};
 }
 
 /// r = 1 / sqrt(mean(x^2) + eps) > 0, so max(r x) = r max(x): the input maximum is subtracted first.
