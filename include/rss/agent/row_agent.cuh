@@ -12,6 +12,8 @@
 //                                                     end_row(), finish()
 //     template <int Threads, int Elems, Fit>   template <int Threads>
 //     min_blocks_per_sm;     register budget    min_blocks_per_sm;          register budget (0: the program's)
+//     template <int Threads, Fit>
+//     tile_min_blocks_per_sm;  the tile kernels' (1: only the block's own bound)
 //     held_row(p, row)       the array a tile residence loads (the tile kernel only)
 //     host_row_stride        the register kernel's row stride from the host (see the loop)
 //     row(p, row, begin, share, combine, leader)
@@ -113,15 +115,12 @@ __global__ void __launch_bounds__(Threads, (min_blocks_per_sm<Program, Scope, Th
 /// element by element, by every thread, when its turn comes. With two tiles the copy engine loads the
 /// block's next row into one tile while the block works on the other, so loads stay in flight through the
 /// reductions and the stores; the host then launches only the clusters that stay resident.
-/// The register budget: unbounded, ptxas gave the `vectors` tiles that write statistics 64 registers (two
-/// 512-thread blocks per SM where a 64 KB tile admits three), and with a bound of one block `checked` tiles up
-/// to 96. 40 (six blocks of 256, three of 512) holds every `vectors` tile without spills; `checked` tiles
-/// spill there and get 64 (four blocks of 256, two of 512).
-template <int Threads, Fit F>
-inline constexpr int tile_min_blocks_per_sm = (F == Fit::checked ? 1024 : 1536) / Threads;
+/// The register budget is the program's (Program::tile_min_blocks_per_sm; 1: only the block's own bound).
+template <class Program, int Threads, Fit F>
+inline constexpr int tile_min_blocks_per_sm = Program::template tile_min_blocks_per_sm<Threads, F>;
 
 template <class Program, class Scope, int Threads, Fit F, int Tiles>
-__global__ void __launch_bounds__(Threads, (tile_min_blocks_per_sm<Threads, F>))
+__global__ void __launch_bounds__(Threads, (tile_min_blocks_per_sm<Program, Threads, F>))
     tile_row_kernel(typename Program::Params p, typename Scope::Params scope, RowSplit s) {
   static_assert(Tiles == 1 || Tiles == 2);
 #if RSS_CLUSTER_DEVICE_CODE

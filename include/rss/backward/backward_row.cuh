@@ -81,6 +81,9 @@ struct BackwardRow {
   static constexpr int min_blocks_per_sm = register_budget_blocks(
       Threads, YSource::arrays_held * Elems * static_cast<int>(sizeof(T)) / 4 +
                    (sizeof(T) == 2 && YSource::arrays_held == 2 && F != Fit::checked && Elems >= 16 ? 32 : 40));
+  /// The tile kernels' register budget: the one ptxas chooses under the block's own bound.
+  template <int Threads, Fit F>
+  static constexpr int tile_min_blocks_per_sm = 1;
   /// The row loop's stride from the host (rss/agent/row_agent.cuh): computed in the kernel, the 16-bit kernels of
   /// 32 elements at 64 registers spilled 4-8 bytes.
   static constexpr bool host_row_stride = true;
