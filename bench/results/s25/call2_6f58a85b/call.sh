@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 25: the GPU checks of the fused exponential with per-program tile budgets, then manyrow_ab A B B A in the
 # time left (each run about 22 s). Logs: $OUT/pending_logs.tar.xz, $OUT/many/.
+case "${1-}" in -h | --help) sed -n '2,/^[^#]/{/^[^#]/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-/tmp/out}; mkdir -p "$out/many"
 bash "$here/checks.sh"
