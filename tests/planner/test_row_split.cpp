@@ -211,3 +211,17 @@ TEST_CASE("the forward's register budget: tight where a 16-bit or 512-thread sha
   CHECK(rss::register_budget_blocks(512, forward_registers(512, 16, Fit::vectors, 2, false)) == 3);
   CHECK(rss::register_budget_blocks(256, forward_registers(256, 16, Fit::vectors, 2, true)) == 6);
 }
+
+TEST_CASE("the forward's tile budget: 16-bit vectors tiles keep every thread of an SM", "[planner][row_split]") {
+  using rss::forward_tile_registers;
+  // 16-bit `vectors` tiles without statistics at 32 registers: 2048 threads an SM, as before the fused exponential.
+  CHECK(rss::register_budget_blocks(512, forward_tile_registers(Fit::vectors, 2, false)) == 4);
+  CHECK(rss::register_budget_blocks(256, forward_tile_registers(Fit::vectors, 2, false)) == 8);
+  // fp32's and the statistics-writing ones at 40 (they spilled 8 bytes at 32), `checked` ones at 64.
+  CHECK(rss::register_budget_blocks(512, forward_tile_registers(Fit::vectors, 4, false)) == 3);
+  CHECK(rss::register_budget_blocks(256, forward_tile_registers(Fit::vectors, 2, true)) == 6);
+  CHECK(rss::register_budget_blocks(512, forward_tile_registers(Fit::checked, 2, false)) == 2);
+  CHECK(rss::register_budget_blocks(256, forward_tile_registers(Fit::checked, 4, true)) == 4);
+  static_assert(rss::register_budget_blocks(128, forward_tile_registers(Fit::vectors, 2, false)) == 16,
+                "usable in __launch_bounds__");
+}

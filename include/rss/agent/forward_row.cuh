@@ -52,14 +52,10 @@ struct ForwardRow {
   static constexpr int min_blocks_per_sm = register_budget_blocks(
       Threads, forward_registers(Threads, Elems, F, sizeof(T), std::is_same_v<Statistics, WriteStatistics>));
 
-  /// The tile kernels' register budget: compiled once per exponential form (RowScale::visit), ptxas gave unbounded
-  /// `vectors` tiles 40-64 registers where they had 32 (the statistics-writing ones 64: two 512-thread blocks per SM
-  /// where a 64 KB tile admits three), and `checked` tiles up to 96. Spill-free budgets: 32 for 16-bit `vectors`
-  /// tiles (2048 threads an SM), 40 for those that write statistics and for fp32's (at 32 they spill 8 bytes), 64
-  /// for `checked` ones (at 40 they spill 16-32 bytes).
+  /// The tile kernels' budget (forward_tile_registers in rss/planner/row_split.hpp), the same way.
   template <int Threads, Fit F>
-  static constexpr int tile_min_blocks_per_sm =
-      (F == Fit::checked ? 1024 : sizeof(T) == 2 && std::is_same_v<Statistics, NoStatistics> ? 2048 : 1536) / Threads;
+  static constexpr int tile_min_blocks_per_sm = register_budget_blocks(
+      Threads, forward_tile_registers(F, sizeof(T), std::is_same_v<Statistics, WriteStatistics>));
 
   /// The row loop's stride computed in the kernel (rss/agent/row_agent.cuh): from the host, fp32 512 x 32 `exact`
   /// spilled 4 bytes at its 64 registers.

@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(Threads, (min_blocks_per_sm<Program, Scope, Th
 /// element by element, by every thread, when its turn comes. With two tiles the copy engine loads the
 /// block's next row into one tile while the block works on the other, so loads stay in flight through the
 /// reductions and the stores; the host then launches only the clusters that stay resident.
-/// The register budget is the program's (Program::tile_min_blocks_per_sm; 1: only the block's own bound).
+/// The register budget is the program's (Program::tile_min_blocks_per_sm; 1: only the block's own bound), through a
+/// variable template: nvcc rejects the dependent member template inside __launch_bounds__.
 template <class Program, int Threads, Fit F>
 inline constexpr int tile_min_blocks_per_sm = Program::template tile_min_blocks_per_sm<Threads, F>;
 

@@ -157,6 +157,17 @@ constexpr int forward_registers(int threads, int elems, Fit fit, int storage_byt
   return registers > 40 ? registers : 40;
 }
 
+/// The forward row program's registers a thread for a share in a shared-memory tile (its tile kernels' budget:
+/// register_budget_blocks of this). Compiled once per exponential form (RowScale::visit), ptxas gave unbounded
+/// `vectors` tiles 40-64 registers where they had 32 (the statistics-writing ones 64: two 512-thread blocks per SM
+/// where a 64 KB tile admits three), and `checked` ones up to 96. Spill-free: 32 for 16-bit `vectors` tiles, 40
+/// for fp32's and the statistics-writing ones (at 32 they spill 8 bytes), 64 for `checked` ones (at 40 they spill
+/// 16-32 bytes).
+constexpr int forward_tile_registers(Fit fit, int storage_bytes, bool writes_statistics) noexcept {
+  if (fit == Fit::checked) return 64;
+  return storage_bytes == 2 && !writes_statistics ? 32 : 40;
+}
+
 /// One step of a default rule: the fewest blocks of `min_threads` to `max_threads` threads holding at most
 /// `cap` elements each, from clusters of `min_cluster` blocks up to `max_cluster` (0: the device's limit).
 struct SplitStep {
