@@ -4,7 +4,9 @@
 // exp2 of one FFMA per element and their sum, a second exchange, y = e / sum stored as T. No FP64, no overflow
 // path, no non-finite handling, no odd layouts: a lower bound for the same geometry, not a kernel to ship (its
 // answer is checked against the double reference with a loose bound, 1e-3 of the row's norm, to show it does the
-// work). A diagnostic, never part of the library.
+// work). A diagnostic, never part of the library. Beside the 256-thread tile skeleton, the same with rss's own
+// choices added one at a time (`Adds`: y stored with the default policy instead of streamed; the sum of squares
+// of each vector added in double with rss's overflow test), to divide what rss pays over the skeleton.
 //
 // A single 16-bit row of 2^20 elements runs the tile skeleton as one 16-block cluster (128 KB a block), its tile
 // loaded by one bulk copy or in pieces (an mbarrier each, the statistics taken as each lands): can one cluster, one
@@ -110,7 +112,13 @@ __device__ __forceinline__ float fast_exp2(float x) {
 /// The two exchanges are rss's own (rss::detail::ClusterCombine: st.async into every peer's slots, one mbarrier a
 /// round, no cluster barrier): cluster.sync() a round, measured beside it, was 1.1-8.2 us slower (bench/NOTES.md,
 /// long rows step 10), and a floor must not pay more for its exchange than rss does.
-template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1>
+/// What a skeleton adds of rss's own choices, to measure each alone (flags; 0: none).
+enum Adds : int {
+  plain_stores = 1,  // y stored with the default policy (rss's __stwb), not streamed (__stcs, evict-first)
+  wide_sums = 2,     // the sum of squares of each 16-byte vector added in double, with rss's overflow test
+};
+
+template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1, int With = 0>
 __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64_t cols, std::int64_t share) {
   constexpr int W = Vec<T>::width;
   extern __shared__ __align__(128) unsigned char tile_bytes[];
@@ -165,11 +173,24 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
   };
 
   float mx = -INFINITY, ss = 0.0f;
+  double wide = 0.0;  // With & wide_sums: the runs' sums, as rss's RowStatsPartial::add_run keeps them
   const auto stats = [&](int, int, const uint4& vec) {
     float f[W];
     Vec<T>::to_float(vec, f);
+    if constexpr ((With & wide_sums) != 0) {
+      float run = 0.0f;
 #pragma unroll
-    for (int e = 0; e < W; ++e) mx = fmaxf(mx, f[e]), ss = fmaf(f[e], f[e], ss);
+      for (int e = 0; e < W; ++e) mx = fmaxf(mx, f[e]), run = fmaf(f[e], f[e], run);
+      if (!isinf(run)) {
+        wide += static_cast<double>(run);
+      } else {
+#pragma unroll
+        for (int e = 0; e < W; ++e) wide = fma(static_cast<double>(f[e]), static_cast<double>(f[e]), wide);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < W; ++e) mx = fmaxf(mx, f[e]), ss = fmaf(f[e], f[e], ss);
+    }
   };
   if constexpr (Tile) {
     for (int p = 0; p < Pieces; ++p) {
@@ -182,6 +203,7 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
   } else {
     each(stats);
   }
+  if constexpr ((With & wide_sums) != 0) ss = static_cast<float>(wide);
   const float2 total = combine.template all_reduce<0>(make_float2(mx, ss), [](const float2& a, const float2& b) {
     return make_float2(fmaxf(a.x, b.x), a.y + b.y);
   });
@@ -214,7 +236,11 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
 #pragma unroll
       for (int e = 0; e < W; ++e) f[e] = fast_exp2(fmaf(f[e], k, offset)) * inv;
     }
-    __stcs(reinterpret_cast<uint4*>(yr) + v, Vec<T>::from_float(f));
+    if constexpr ((With & plain_stores) != 0) {
+      __stwb(reinterpret_cast<uint4*>(yr) + v, Vec<T>::from_float(f));
+    } else {
+      __stcs(reinterpret_cast<uint4*>(yr) + v, Vec<T>::from_float(f));
+    }
   });
   combine.finish();  // a block exits after its last wait: every byte pushed to it came before that
 }
@@ -288,7 +314,7 @@ double row_error(const std::vector<T>& x, const std::vector<T>& y, std::int64_t 
   return worst;
 }
 
-template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1>
+template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1, int With = 0>
 void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, int cluster, const std::vector<T>& hx,
                       cudaStream_t stream) {
   constexpr int W = Vec<T>::width;
@@ -297,12 +323,13 @@ void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, in
   const std::int64_t per_thread_vectors = (share / W + Threads - 1) / Threads;
   const std::string name = std::string(Tile ? "skeleton tile " : KeepExp ? "skeleton registers, exp kept " : "skeleton registers ") +
                            std::to_string(Threads) + " x " + std::to_string(per_thread_vectors * W) + " x " + std::to_string(cluster) +
-                           (Pieces > 1 ? " in " + std::to_string(Pieces) + " pieces" : "");
+                           (Pieces > 1 ? " in " + std::to_string(Pieces) + " pieces" : "") +
+                           ((With & plain_stores) != 0 ? ", plain stores" : "") + ((With & wide_sums) != 0 ? ", wide sums" : "");
   const std::size_t smem = Tile ? static_cast<std::size_t>(share * sizeof(T)) : 0;
   // A register variant runs only where it is the smallest of its kind that holds the share (2, 4 or 8 vectors).
   if (!Tile && (per_thread_vectors > Vectors || (Vectors > 2 && per_thread_vectors <= Vectors / 2 && !KeepExp))) return;
   if (Tile && smem > 227 * 1024) return;
-  auto kernel = skeleton<T, Threads, Vectors, Tile, KeepExp, Pieces>;
+  auto kernel = skeleton<T, Threads, Vectors, Tile, KeepExp, Pieces, With>;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)), "smem");
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "cluster 16");
   cudaLaunchConfig_t cfg{};
@@ -418,6 +445,10 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
   for (const int cluster : {2, 4, 8, 16}) {
     skeleton_variant<T, 512, 1, true, false, 4>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
+    // rss's choices one at a time on the tile of 256 threads (64 x 131072's and 32 x 128256's default geometry)
+    skeleton_variant<T, 256, 1, true, false, 1, plain_stores>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 1, true, false, 1, wide_sums>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 1, true, false, 1, plain_stores | wide_sums>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
