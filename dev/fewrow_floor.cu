@@ -6,7 +6,8 @@
 // answer is checked against the double reference with a loose bound, 1e-3 of the row's norm, to show it does the
 // work). A diagnostic, never part of the library. Beside the 256-thread tile skeleton, the same with rss's own
 // choices added one at a time (`Adds`: y stored with the default policy instead of streamed; the sum of squares
-// of each vector added in double with rss's overflow test), to divide what rss pays over the skeleton.
+// of each vector added in double with rss's overflow test), to divide what rss pays over the skeleton, and two
+// other ways to keep the sum of squares exact enough (double without a test per vector; compensated fp32).
 //
 // A single 16-bit row of 2^20 elements runs the tile skeleton as one 16-block cluster (128 KB a block), its tile
 // loaded by one bulk copy or in pieces (an mbarrier each, the statistics taken as each lands): can one cluster, one
@@ -116,6 +117,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
 enum Adds : int {
   plain_stores = 1,  // y stored with the default policy (rss's __stwb), not streamed (__stcs, evict-first)
   wide_sums = 2,     // the sum of squares of each 16-byte vector added in double, with rss's overflow test
+  deferred_wide = 4,  // the same in double without a test per vector: one at the end (then the share in double)
+  compensated = 8,   // the vectors' sums added in fp32 with their rounding errors kept (TwoSum), one test at the end
 };
 
 template <class T, int Threads, int Vectors, bool Tile, bool KeepExp, int Pieces = 1, int With = 0>
@@ -173,19 +176,33 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
   };
 
   float mx = -INFINITY, ss = 0.0f;
-  double wide = 0.0;  // With & wide_sums: the runs' sums, as rss's RowStatsPartial::add_run keeps them
-  const auto stats = [&](int, int, const uint4& vec) {
+  double wide = 0.0;  // the runs' sums in double (wide_sums: as rss's RowStatsPartial::add_run keeps them)
+  float lost = 0.0f;  // compensated: what the fp32 sum ss has rounded away
+  const auto squares_in_double = [&](int, int, const uint4& vec) {
     float f[W];
     Vec<T>::to_float(vec, f);
-    if constexpr ((With & wide_sums) != 0) {
+#pragma unroll
+    for (int e = 0; e < W; ++e) wide = fma(static_cast<double>(f[e]), static_cast<double>(f[e]), wide);
+  };
+  const auto stats = [&](int u, int v, const uint4& vec) {
+    float f[W];
+    Vec<T>::to_float(vec, f);
+    if constexpr ((With & (wide_sums | deferred_wide | compensated)) != 0) {
       float run = 0.0f;
 #pragma unroll
       for (int e = 0; e < W; ++e) mx = fmaxf(mx, f[e]), run = fmaf(f[e], f[e], run);
-      if (!isinf(run)) {
+      if constexpr ((With & wide_sums) != 0) {
+        if (!isinf(run)) {
+          wide += static_cast<double>(run);
+        } else {
+          squares_in_double(u, v, vec);
+        }
+      } else if constexpr ((With & deferred_wide) != 0) {
         wide += static_cast<double>(run);
       } else {
-#pragma unroll
-        for (int e = 0; e < W; ++e) wide = fma(static_cast<double>(f[e]), static_cast<double>(f[e]), wide);
+        const float t = ss + run, b = t - ss;
+        lost += (ss - (t - b)) + (run - b);
+        ss = t;
       }
     } else {
 #pragma unroll
@@ -203,7 +220,15 @@ __global__ void __launch_bounds__(Threads) skeleton(const T* x, T* y, std::int64
   } else {
     each(stats);
   }
-  if constexpr ((With & wide_sums) != 0) ss = static_cast<float>(wide);
+  if constexpr ((With & (deferred_wide | compensated)) != 0) {
+    if ((With & compensated) != 0 ? isinf(ss) : isinf(wide)) {  // a square, or the fp32 sum, past FLT_MAX
+      wide = 0.0;
+      each(squares_in_double);
+    } else if constexpr ((With & compensated) != 0) {
+      wide = static_cast<double>(ss) + static_cast<double>(lost);
+    }
+  }
+  if constexpr ((With & (wide_sums | deferred_wide | compensated)) != 0) ss = static_cast<float>(wide);
   const float2 total = combine.template all_reduce<0>(make_float2(mx, ss), [](const float2& a, const float2& b) {
     return make_float2(fmaxf(a.x, b.x), a.y + b.y);
   });
@@ -324,7 +349,9 @@ void skeleton_variant(const T* x, T* y, std::int64_t rows, std::int64_t cols, in
   const std::string name = std::string(Tile ? "skeleton tile " : KeepExp ? "skeleton registers, exp kept " : "skeleton registers ") +
                            std::to_string(Threads) + " x " + std::to_string(per_thread_vectors * W) + " x " + std::to_string(cluster) +
                            (Pieces > 1 ? " in " + std::to_string(Pieces) + " pieces" : "") +
-                           ((With & plain_stores) != 0 ? ", plain stores" : "") + ((With & wide_sums) != 0 ? ", wide sums" : "");
+                           ((With & plain_stores) != 0 ? ", plain stores" : "") + ((With & wide_sums) != 0 ? ", wide sums" : "") +
+                           ((With & deferred_wide) != 0 ? ", wide sums tested once" : "") +
+                           ((With & compensated) != 0 ? ", compensated sums" : "");
   const std::size_t smem = Tile ? static_cast<std::size_t>(share * sizeof(T)) : 0;
   // A register variant runs only where it is the smallest of its kind that holds the share (2, 4 or 8 vectors).
   if (!Tile && (per_thread_vectors > Vectors || (Vectors > 2 && per_thread_vectors <= Vectors / 2 && !KeepExp))) return;
@@ -449,6 +476,8 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
     skeleton_variant<T, 256, 1, true, false, 1, plain_stores>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 1, true, false, 1, wide_sums>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 1, true, false, 1, plain_stores | wide_sums>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 1, true, false, 1, deferred_wide>(x, y, rows, cols, cluster, hx, stream);
+    skeleton_variant<T, 256, 1, true, false, 1, compensated>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 1, true, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 256, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
     skeleton_variant<T, 512, 8, false, false>(x, y, rows, cols, cluster, hx, stream);
