@@ -14,8 +14,9 @@
 // GPC, move the row at the copy's speed?
 //
 // Beside the skeletons, in the same process: cudaMemcpyAsync of x's bytes (read x, write y), the bench's blocked
-// copy floor, and rss's automatic strategy through the public API. Per variant: CUDA-event time per call in a
-// burst of 200 (the bench's device time), and the host completion time of one synchronised call (median of 200).
+// copy floor, and rss's automatic strategy through the public API (the one-call function, and rss::Operator's
+// run: planned once). Per variant: CUDA-event time per call in a burst of 200 (the bench's device time), and the
+// host completion time of one synchronised call (median of 200).
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I include -I bench dev/fewrow_floor.cu -o fewrow_floor
 //   ./fewrow_floor                       # every shape below
@@ -419,6 +420,13 @@ void shape(const char* dtype, std::int64_t rows, std::int64_t cols, cudaStream_t
   report("rss automatic", time_it([&](cudaStream_t s) {
            (void)rss::rms_scaled_softmax<T>(rss::Strategy::automatic, x, y, rows, cols, ws, ws_bytes, s);
          }, stream));
+  {  // the same pick planned once (rss::Operator): the hot path of a framework's call, no validation or planning
+    rss::Operator<T> op;
+    if (rss::ok(op.initialize(rss::Config{rss::Strategy::automatic}, x, y, rss::Layout::contiguous(rows, cols), ws,
+                              ws_bytes, stream))) {
+      report("rss automatic, Operator::run", time_it([&](cudaStream_t s) { (void)op.run(s); }, stream));
+    }
+  }
   if (ws != nullptr) cudaFree(ws);
   rss::LaunchList launches;
   if (rss::ok(rss::describe_launches<T>(rss::Config{rss::Strategy::automatic}, rows, cols, &launches))) {
