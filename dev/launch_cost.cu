@@ -1,6 +1,7 @@
 // What a launch costs before any work: CUDA-event time of one launch of an empty kernel (the median of 200,
 // each synchronised) and per launch in a burst of 200, for the launch shapes rss uses: ordinary, cooperative,
-// clusters, with and without the long_row strategy's shared memory. A diagnostic, never part of the library.
+// clusters, with and without the long_row strategy's shared memory, and the few-row shapes of cluster_row (256
+// threads in clusters of 8 and 16, one row's 16 blocks up to a wave). A diagnostic, never part of the library.
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 dev/launch_cost.cu -o launch_cost && ./launch_cost
 #include <cuda_runtime.h>
@@ -29,6 +30,11 @@ __global__ void __launch_bounds__(512, 1) empty512(int* sink) {
   if (sink != nullptr && threadIdx.x == 0) dyn[0] = sink[blockIdx.x];
 }
 
+__global__ void __launch_bounds__(256) empty256(int* sink) {
+  extern __shared__ int dyn[];
+  if (sink != nullptr && threadIdx.x == 0) dyn[0] = sink[blockIdx.x];
+}
+
 struct Shape {
   const char* what;
   void (*kernel)(int*);
@@ -36,6 +42,7 @@ struct Shape {
   std::size_t smem;
   bool cooperative;
   unsigned cluster;
+  unsigned blocks = 0;  // 0: the SM count and half of it
 };
 
 cudaError_t launch(const Shape& s, unsigned blocks, cudaStream_t stream) {
@@ -78,6 +85,8 @@ int main() {
   check(cudaFuncSetAttribute(empty1024, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(big)), "attr");
   check(cudaFuncSetAttribute(empty512, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(big)), "attr");
   check(cudaFuncSetAttribute(empty1024, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "attr");
+  check(cudaFuncSetAttribute(empty256, cudaFuncAttributeMaxDynamicSharedMemorySize, 33 * 1024), "attr");
+  check(cudaFuncSetAttribute(empty256, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "attr");
   const Shape shapes[] = {
       {"ordinary 1024 threads, no smem", empty1024, 1024, 0, false, 1},
       {"ordinary 1024 threads, 200 KB smem", empty1024, 1024, big, false, 1},
@@ -87,6 +96,14 @@ int main() {
       {"cooperative 1024, 200 KB, cluster 4", empty1024, 1024, big, true, 4},
       {"ordinary 1024, 200 KB, cluster 2", empty1024, 1024, big, false, 2},
       {"ordinary 1024, 200 KB, cluster 4", empty1024, 1024, big, false, 4},
+      // cluster_row's few-row launches: one row (16 blocks), 8 rows (128), 64 rows of 8 blocks (512)
+      {"ordinary 256, no smem, no cluster", empty256, 256, 0, false, 1, 16},
+      {"ordinary 256, no smem, cluster 16", empty256, 256, 0, false, 16, 16},
+      {"ordinary 256, no smem, cluster 8", empty256, 256, 0, false, 8, 16},
+      {"ordinary 256, no smem, no cluster", empty256, 256, 0, false, 1, 128},
+      {"ordinary 256, no smem, cluster 16", empty256, 256, 0, false, 16, 128},
+      {"ordinary 256, 33 KB smem, no cluster", empty256, 256, 33 * 1024, false, 1, 512},
+      {"ordinary 256, 33 KB smem, cluster 8", empty256, 256, 33 * 1024, false, 8, 512},
   };
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -96,8 +113,8 @@ int main() {
   std::printf("%d SMs; one launch: event us (median of 200), host us to completion; burst of 200: event us per launch\n",
               sms);
   for (const Shape& s : shapes) {
-    for (unsigned blocks : {static_cast<unsigned>(sms), static_cast<unsigned>(sms / 2)}) {
-      if (blocks % s.cluster != 0) continue;
+    for (unsigned blocks : {s.blocks > 0 ? s.blocks : static_cast<unsigned>(sms), s.blocks > 0 ? 0u : static_cast<unsigned>(sms / 2)}) {
+      if (blocks == 0 || blocks % s.cluster != 0) continue;
       if (launch(s, blocks, stream) != cudaSuccess) {
         std::printf("%-40s %4u blocks: refused: %s\n", s.what, blocks, cudaGetErrorString(cudaGetLastError()));
         continue;
