@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Session 27. measure: manyrow_ab once (rss automatic against cudaMemcpyAsync, many-row shapes), fewrow_floor
-# over its shapes (skeletons, copies, rss automatic), launch_cost (empty kernels in rss's launch shapes). checks: the GPU tests and four sanitizers of HEAD's build.
-# Everything lands in $OUT/c27.tar.xz (one file: the device returns few files).
+# Session 27 (a record of what ran). measure: manyrow_ab once (rss automatic against cudaMemcpyAsync, many-row
+# shapes), fewrow_floor over its shapes (skeletons, copies, rss automatic), launch_cost (empty kernels in rss's
+# launch shapes). checks: the GPU tests and four sanitizers of the carried build (rss_gpu_reliability_tests was not
+# carried, so its step did not run). The logs land in $OUT/c27_measure.tar.xz or $OUT/c27_checks.tar.xz, packed
+# again after every step (the device returns few files).
 case "${1-}" in -h | --help) sed -n '2,/^[^#]/{/^[^#]/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-/tmp/out}; mkdir -p "$out"; logs=/tmp/c27logs; rm -rf "$logs"; mkdir -p "$logs"
