@@ -142,8 +142,12 @@ enum class Fit : int {
 /// 40, 6 blocks of 256 or 3 of 512 per SM instead of 5 or 2, which measured faster for 16-bit storage and for 512
 /// threads, but 2% slower for fp32 at 256 (4096 x 4096): that one keeps elems + 32, as bounds tests need
 /// (bench/NOTES.md). Never below 40. `writes_statistics`: the instantiation that also writes the row's statistics.
+/// A 16-bit `vectors` share of 32 in 256-thread blocks without statistics takes 48 (five blocks per SM, where 56
+/// gave four): 32 rows of 128256 in 16-block clusters are then one wave, as the few-row skeleton that meets that
+/// shape's target has them; `exact` spilled 50 bytes at 48 and the statistics' write 4 (bench/NOTES.md).
 /// At every budget here ptxas (sm_90, CUDA 13.0) spills no register in any cluster_row instantiation.
 constexpr int forward_registers(int threads, int elems, Fit fit, int storage_bytes, bool writes_statistics = false) noexcept {
+  if (fit == Fit::vectors && !writes_statistics && storage_bytes == 2 && threads == 256 && elems == 32) return 48;
   // 128-thread blocks (16-bit rows of 2K-4K elements) hold 32 elements a thread in elems + 32 registers (eight
   // blocks): at elems + 24 ptxas spills there (bench/NOTES.md, the many-row geometry); so does the statistics'
   // write in 512-thread blocks of 16 elements (bf16 at 40 registers), which then take two blocks per SM.
