@@ -78,7 +78,8 @@ TEST_CASE("cluster_row's default configuration: 64 bytes per thread in one block
   CHECK(rss::default_cluster_config(32768, DType::fp32, 16) == ClusterConfig{512, 32, 2});
   CHECK(rss::default_cluster_config(131072, DType::fp32, 16) == ClusterConfig{512, 32, 8});
   CHECK(rss::default_cluster_config(131072, DType::bf16, 16) == ClusterConfig{512, 32, 8});
-  CHECK(plan_for(1, 131072).config == ClusterConfig{512, 32, 8});
+  CHECK(plan_for(8, 131072).config == ClusterConfig{512, 32, 8});
+  CHECK(plan_for(1, 131072).config == ClusterConfig{256, 32, 16});  // a few long rows spread (the case below)
   const ClusterPlan vocab = plan_for(8, 128256);
   CHECK(vocab.config == ClusterConfig{512, 32, 8});
   CHECK(vocab.chunk_elems == 16032);
@@ -135,6 +136,38 @@ TEST_CASE("clusters of up to 16 blocks where the device admits them: rows of up 
       CHECK(rss::heuristic_choice(h200, rows, 262145, dtype).config.strategy != Strategy::cluster_row);
     }
   }
+}
+
+TEST_CASE("a few long rows spread over 16 blocks of 256 threads while those clusters fill at most half the SMs",
+          "[planner][cluster_row][auto]") {
+  const rss::DeviceInfo h200 = rss::h200_device_info();  // 132 SMs: up to 4 rows of 16 blocks
+  ClusterPlan plan;
+  for (DType dtype : {DType::fp32, DType::bf16, DType::fp16}) {
+    CAPTURE(rss::dtype_name(dtype));
+    for (std::int64_t rows : {1, 2, 4}) {
+      CAPTURE(rows);
+      CHECK(rss::forward_cluster_config_for(rows, 131072, dtype, 16, 132) == ClusterConfig{256, 32, 16});
+      CHECK(rss::forward_cluster_config_for(rows, 100000, dtype, 16, 132) == ClusterConfig{256, 32, 16});
+      REQUIRE(rss::plan_cluster_row(h200, rows, 131072, dtype, nullptr, &plan) == Status::success);
+      CHECK(plan.config == ClusterConfig{256, 32, 16});
+      CHECK(plan.grid_blocks == rows * 16);
+    }
+    // Five rows would take 80 blocks, more than half of 132 SMs: the rule's 512-thread blocks.
+    CHECK(rss::forward_cluster_config_for(5, 131072, dtype, 16, 132) == ClusterConfig{512, 32, 8});
+    CHECK(rss::forward_cluster_config_for(8, 131072, dtype, 16, 132) == ClusterConfig{512, 32, 8});
+    CHECK(rss::forward_cluster_config_for(0, 131072, dtype, 16, 132) == ClusterConfig{512, 32, 8});
+    // A smaller device: fewer rows spread (66 SMs: up to 2).
+    CHECK(rss::forward_cluster_config_for(2, 131072, dtype, 16, 66) == ClusterConfig{256, 32, 16});
+    CHECK(rss::forward_cluster_config_for(3, 131072, dtype, 16, 66) == ClusterConfig{512, 32, 8});
+    // Only rows longer than 8 blocks of 256 x 32: 65536 elements keep 512 x 32 x 4.
+    CHECK(rss::forward_cluster_config_for(1, 65536, dtype, 16, 132) == ClusterConfig{512, 32, 4});
+    // Portable clusters only (no 16-block clusters): the rule's configuration.
+    CHECK(rss::forward_cluster_config_for(1, 131072, dtype, 8, 132) == ClusterConfig{512, 32, 8});
+    // Rows past 8 blocks of 512 x 32 already take clusters of 9 to 16.
+    CHECK(rss::forward_cluster_config_for(1, 151936, dtype, 16, 132) == ClusterConfig{512, 32, 10});
+  }
+  // Many rows of the same length keep the tile rule's choice.
+  CHECK(rss::forward_cluster_config_for(64, 131072, DType::bf16, 16, 132).residence == rss::RowResidence::shared_memory);
 }
 
 TEST_CASE("cluster_row plans empty shapes and refuses bad arguments and devices without clusters", "[planner][cluster_row]") {

@@ -76,24 +76,11 @@ constexpr bool backward_prefers_two_pass(std::int64_t rows, std::int64_t cols, D
 }
 
 /// The configuration cluster_row runs `rows` rows of `cols` with on a device of `sm_count` SMs by default: the rule
-/// above, except that a few rows that take 512-thread blocks (more than 65536 elements, up to 8 blocks) spread
-/// over 16 blocks of 256 threads while those clusters fill at most half the SMs. H200 pilot (bench/NOTES.md): 1, 2
-/// and 4 x 131072 0.3-1.2 us faster in fp32 and bf16, both saved states; 8 x 131072 (128 blocks) 3-5 us slower;
-/// rows of 65536 and shorter gained nothing from 16 blocks.
+/// above, with the few-long-rows exception of every row program (spread_few_rows, rss/planner/row_split.hpp).
 constexpr BackwardClusterConfig backward_cluster_config_for(std::int64_t rows, std::int64_t cols, DType dtype,
                                                             int max_cluster_size, int sm_count) noexcept {
-  const BackwardClusterConfig c = default_backward_cluster_config(cols, dtype, max_cluster_size);
-  const bool few_rows = rows >= 1 && rows <= sm_count / (2 * max_cluster_blocks);
-  if (c.threads != 512 || c.cluster_size > portable_cluster_size || max_cluster_size < max_cluster_blocks ||
-      !few_rows) {
-    return c;
-  }
-  SplitRule wide;
-  wide.steps[wide.step_count++] = {32, 256, max_cluster_blocks, max_cluster_blocks};
-  const BackwardClusterConfig spread = apply_split_rule(wide, backward_cluster_elems,
-                                                        BackwardRegisterConfigs::ElemList::count, cols, dtype,
-                                                        max_cluster_size);
-  return spread.cluster_size > 0 ? spread : c;
+  return spread_few_rows(default_backward_cluster_config(cols, dtype, max_cluster_size), backward_cluster_elems,
+                         BackwardRegisterConfigs::ElemList::count, rows, cols, dtype, max_cluster_size, sm_count);
 }
 
 /// Plans cluster_row on `device` (its max_cluster_size caps the clusters, its SM count sizes the few-row rule).

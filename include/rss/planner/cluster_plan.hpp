@@ -131,6 +131,17 @@ constexpr ClusterConfig default_tile_config(std::int64_t rows, std::int64_t cols
   return {};
 }
 
+/// The configuration cluster_row runs `rows` rows of `cols` with on a device of `sm_count` SMs by default: a tile
+/// where default_tile_config gives one, else the register rule with the few-long-rows exception of every row
+/// program (spread_few_rows, rss/planner/row_split.hpp).
+constexpr ClusterConfig forward_cluster_config_for(std::int64_t rows, std::int64_t cols, DType dtype,
+                                                   int max_cluster_size, int sm_count) noexcept {
+  const ClusterConfig tile = default_tile_config(rows, cols, dtype, max_cluster_size, sm_count);
+  if (!tile.empty()) return tile;
+  return spread_few_rows(default_cluster_config(cols, dtype, max_cluster_size), cluster_row_elems,
+                         ForwardRegisterConfigs::ElemList::count, rows, cols, dtype, max_cluster_size, sm_count);
+}
+
 /// Plans cluster_row. `preferred` (may be null: the default configuration) comes from a tuning table or a
 /// caller: used as given, or refused (invalid_strategy when it is not instantiated, not_admissible when it
 /// does not hold the row). Also null_pointer, negative_size, size_overflow, unsupported_device (no
@@ -138,9 +149,8 @@ constexpr ClusterConfig default_tile_config(std::int64_t rows, std::int64_t cols
 inline Status plan_cluster_row(const DeviceInfo& device, std::int64_t rows, std::int64_t cols, DType dtype,
                                const ClusterConfig* preferred, ClusterPlan* out) noexcept {
   const int max_cluster = device.sm_count < 1 ? 0 : device.max_cluster_size;
-  const ClusterConfig tile = default_tile_config(rows, cols, dtype, max_cluster, device.sm_count);
   return plan_clusters(
-      rows, cols, dtype, max_cluster, tile.empty() ? default_cluster_config(cols, dtype, max_cluster) : tile, preferred,
+      rows, cols, dtype, max_cluster, forward_cluster_config_for(rows, cols, dtype, max_cluster, device.sm_count), preferred,
       [&](const ClusterConfig& c) { return cluster_config_fits(c, cols, dtype, max_cluster); },
       [&](const ClusterConfig& c) { return cluster_config_instantiated(c, dtype); }, out);
 }

@@ -212,6 +212,27 @@ constexpr ClusterConfig apply_split_rule(const SplitRule& rule, const int* elems
   return {};
 }
 
+/// The default rules' exception for a few long rows: rows longer than 8 blocks of 256 x 32 hold (more than 65536
+/// elements), which the rules give 512-thread blocks in clusters of up to 8, spread over 16 blocks of 256 threads
+/// (at most 32 elements each) while those clusters fill at most half the SMs. Each SM then holds half the row's
+/// bytes, so its loads, exponentials and stores halve, on SMs that would otherwise stay idle. Measured
+/// (bench/NOTES.md): the backward's H200 pilot, 1, 2 and 4 x 131072 0.3-1.2 us faster in fp32 and bf16, 8 x 131072
+/// (128 blocks) 3-5 us slower; the forward's 1 x 131072, 0.5-0.7 us of events faster (fp32 and bf16, H100 and H200).
+/// `c` unchanged where the exception does not apply; `elems` as for apply_split_rule.
+constexpr ClusterConfig spread_few_rows(const ClusterConfig& c, const int* elems, int elem_count, std::int64_t rows,
+                                        std::int64_t cols, DType dtype, int max_cluster_size, int sm_count) noexcept {
+  const bool few_rows = rows >= 1 && rows <= sm_count / (2 * max_cluster_blocks);
+  const bool long_row = cols > static_cast<std::int64_t>(portable_cluster_size) * 256 * 32;
+  if (c.threads != 512 || c.cluster_size > portable_cluster_size || max_cluster_size < max_cluster_blocks ||
+      !few_rows || !long_row) {
+    return c;
+  }
+  SplitRule wide;
+  wide.steps[wide.step_count++] = {32, 256, max_cluster_blocks, max_cluster_blocks};
+  const ClusterConfig spread = apply_split_rule(wide, elems, elem_count, cols, dtype, max_cluster_size);
+  return spread.cluster_size > 0 ? spread : c;
+}
+
 /// Whether `c` is in `Grid` (residence aside) and holds a row of `cols` elements of `dtype`.
 template <class Grid>
 constexpr bool config_holds_row(const ClusterConfig& c, std::int64_t cols, DType dtype, int max_cluster_size) noexcept {
