@@ -23,12 +23,16 @@ measure)
   step few_a1 150 "$bin/fewrow_a"; step few_b1 150 "$bin/fewrow_b"
   step few_a2 100 "$bin/fewrow_a" 32 128256 bf16; step few_b2 100 "$bin/fewrow_b" 32 128256 bf16
   ;;
+few)
+  for b in fewrow_a fewrow_b; do xz -dc "$here/$b.xz" > "$bin/$b" && chmod +x "$bin/$b"; done
+  step few_a1 150 "$bin/fewrow_a"; step few_b1 150 "$bin/fewrow_b"
+  ;;
 pilot)
   if ! grep -q H200 "$logs/gpu.txt"; then echo "pilot: not an H200, skipped" | tee -a "$logs/summary.txt"; continue; fi
   xz -dc "$here/rss_bench.xz" > "$bin/rss_bench" && chmod +x "$bin/rss_bench"
   export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  shapes=1x131072,8x131072,64x131072,32x128256,1x262144,4x151936,32x256000
-  step pilot10 300 "$bin/rss_bench" --pilot --session=1 --rounds=3 --iterations=10 --shapes=$shapes \
+  shapes=${PILOT_SHAPES:-1x131072,8x131072,64x131072,32x128256,1x262144,4x151936,32x256000}
+  step pilot10 ${PILOT_LIMIT:-300} "$bin/rss_bench" --pilot --session=1 --rounds=3 --iterations=10 --shapes=$shapes \
     --dtypes=fp32,bf16,fp16 --out="$logs/h200_pilot10.json"
   ;;
 checks)
