@@ -217,8 +217,8 @@ constexpr ClusterConfig apply_split_rule(const SplitRule& rule, const int* elems
 /// (at most 32 elements each) while those clusters fill at most half the SMs. Each SM then holds half the row's
 /// bytes, so its loads, exponentials and stores halve, on SMs that would otherwise stay idle. Measured
 /// (bench/NOTES.md): the backward's H200 pilot, 1, 2 and 4 x 131072 0.3-1.2 us faster in fp32 and bf16, 8 x 131072
-/// (128 blocks) 3-5 us slower; the forward's 1 x 131072, 0.5-0.7 us of events faster (fp32 and bf16, H100 and H200).
-/// `c` unchanged where the exception does not apply; `elems` as for apply_split_rule.
+/// (128 blocks) 3-5 us slower; the forward's 1 x 131072, 0.3-0.7 us of events faster (fp32 and bf16 on H100s,
+/// fp32 on an H200). `c` unchanged where the exception does not apply; `elems` as for apply_split_rule.
 constexpr ClusterConfig spread_few_rows(const ClusterConfig& c, const int* elems, int elem_count, std::int64_t rows,
                                         std::int64_t cols, DType dtype, int max_cluster_size, int sm_count) noexcept {
   const bool few_rows = rows >= 1 && rows <= sm_count / (2 * max_cluster_blocks);
