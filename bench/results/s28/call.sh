@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Session 28. Steps (each argument one): measure (fewrow_floor, main's build A against the patched build B,
-# alternated; manyrow_ab of B: automatic against cudaMemcpyAsync), pilot (rss_bench --pilot over the few-row shapes, on an H200 only), checks (GPU tests and
-# four sanitizers of the patched build). Logs in $OUT/c28.tar.xz, packed again after every step.
+# Session 28 (a record of what ran). Steps, one an argument: measure (fewrow_floor, main's build A against the
+# patched build B, alternated; manyrow_ab of B: automatic against cudaMemcpyAsync); few (fewrow_floor A then B);
+# pilot (rss_bench --pilot over PILOT_SHAPES, on an H200 only); checks (the GPU tests and four sanitizers of the
+# patched build, then the sharded tests in one process). Logs in $OUT/c28.tar.xz, packed again after every step.
+case "${1-}" in -h | --help) sed -n '2,/^[^#]/{/^[^#]/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;; esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-/tmp/out}; mkdir -p "$out"; logs=/tmp/c28logs; mkdir -p "$logs"
 bin=/tmp/c28bin; mkdir -p "$bin"
