@@ -222,9 +222,9 @@ constexpr ClusterConfig apply_split_rule(const SplitRule& rule, const int* elems
 constexpr ClusterConfig spread_few_rows(const ClusterConfig& c, const int* elems, int elem_count, std::int64_t rows,
                                         std::int64_t cols, DType dtype, int max_cluster_size, int sm_count) noexcept {
   const bool few_rows = rows >= 1 && rows <= sm_count / (2 * max_cluster_blocks);
-  const bool long_row = cols > static_cast<std::int64_t>(portable_cluster_size) * 256 * 32;
+  const bool past_eight_blocks = cols > static_cast<std::int64_t>(portable_cluster_size) * 256 * 32;
   if (c.threads != 512 || c.cluster_size > portable_cluster_size || max_cluster_size < max_cluster_blocks ||
-      !few_rows || !long_row) {
+      !few_rows || !past_eight_blocks) {
     return c;
   }
   SplitRule wide;
