@@ -1,4 +1,4 @@
-# Sourced by dev/device/build_pending.sh and dev/device/fewrow_ab.sh (never run alone): a scratch worktree of
+# Sourced by dev/device/build_pending.sh and dev/device/patch_ab.sh (never run alone): a scratch worktree of
 # HEAD with the pending patches applied. `pending_tree NAME [PATCH.mbox...]` (patches default: every
 # dev/pending/*.mbox), called from the repository's root, sets root, patches (an array), work (a temporary folder,
 # removed with the worktree when the shell exits) and tree ($work/tree).
