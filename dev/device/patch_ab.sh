@@ -10,7 +10,8 @@
 #                                                  256 x 64 x 8 bf16 tile kernels (NCU=0: none); logs to $OUT
 #   bash .device/ab/patch_ab.sh many               on the GPU machine (about 3 minutes): manyrow_ab A B A B over
 #                                                  its shapes (or SHAPE="16384x8192 bf16", one); logs to $OUT
-# The patches default to every dev/pending/*.mbox.
+# The patches default to every dev/pending/*.mbox. A diagnostic that fails or times out is logged ("exit RC") and
+# the rest still run.
 set -euo pipefail
 case "${1-}" in
   build)
@@ -38,33 +39,36 @@ case "${1-}" in
     mkdir -p "$out"
     d=$([ "$1" = few ] && echo ff || echo mr)
     for b in head new; do xz -dc "$here/${d}_$b.xz" > "/tmp/${d}_$b" && chmod +x "/tmp/${d}_$b"; done
-    nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+    nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee "$out/gpu.txt" || true
     cat "$here/commits.txt" | tee -a "$out/gpu.txt"
     if [ "$1" = many ]; then
       for b in head new head new; do
         echo "== $b" >> "$out/many.log"
-        timeout 120 "/tmp/mr_$b" ${SHAPE:+"$SHAPE"} >> "$out/many.log" 2>&1
-        echo "exit $?" >> "$out/many.log"
+        rc=0
+        timeout 120 "/tmp/mr_$b" ${SHAPE:+"$SHAPE"} >> "$out/many.log" 2>&1 || rc=$?
+        echo "exit $rc" >> "$out/many.log"
       done
-      grep -E "^== |ratio|exit [^0]" "$out/many.log" | cut -c1-120
+      grep -E "^== |ratio|exit [^0]" "$out/many.log" | cut -c1-120 || true
       exit 0
     fi
     IFS=';' read -r -a shapes <<< "${SHAPES:-64 131072 bf16;32 128256 bf16;64 131072 fp32;32 128256 fp32}"
     for s in "${shapes[@]}"; do
       for b in head new new head; do
         echo "== $b $s" >> "$out/ab.log"
-        timeout 60 "/tmp/ff_$b" $s >> "$out/ab.log" 2>&1
-        echo "exit $?" >> "$out/ab.log"
+        rc=0
+        timeout 60 "/tmp/ff_$b" $s >> "$out/ab.log" 2>&1 || rc=$?
+        echo "exit $rc" >> "$out/ab.log"
       done
     done
-    grep -E "^== |cudaMemcpy|blocked|automatic runs|rss |async skeleton tile 256 x 64 x 8 |exit [^0]" "$out/ab.log" | cut -c1-120
+    grep -E "^== |cudaMemcpy|blocked|automatic runs|rss |async skeleton tile 256 x 64 x 8 |exit [^0]" "$out/ab.log" | cut -c1-120 || true
     [ "${NCU:-1}" = 0 ] && exit 0
     for b in head new; do
+      rc=0
       FEWROW_ONCE=1 timeout 100 ncu --kernel-name-base mangled -k 'regex:tile_row_kernel.*bfloat16.*Li256ELNS_3FitE1ELi1E' \
         -c 1 --section SpeedOfLight --section InstructionStats --section WarpStateStats --csv "/tmp/ff_$b" 64 131072 bf16 \
-        > "$out/ncu_$b.csv" 2>&1
-      echo "ncu $b: exit $?"
-      grep -E '"Duration"|"Executed Instructions"|"Issue Slots Busy"' "$out/ncu_$b.csv" | cut -c1-300
+        > "$out/ncu_$b.csv" 2>&1 || rc=$?
+      echo "ncu $b: exit $rc"
+      grep -E '"Duration"|"Executed Instructions"|"Issue Slots Busy"' "$out/ncu_$b.csv" | cut -c1-300 || true
     done
     ;;
   *)
